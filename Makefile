@@ -1,0 +1,38 @@
+# The README's two commands are `make demo` and `make test`; .ci/run calls `make test`.
+# Everything ksmon needs is installed from here: a virtualenv from PyPI, and
+# (on first use, into ~/.cache/ksmon) Kafka and the fixture app from Maven Central.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INSTALLED := $(VENV)/.ksmon-installed
+
+.PHONY: demo test lint typecheck pytest clean
+
+$(INSTALLED): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ksmon needs Python 3.11+: run make PYTHON=python3.11 ...")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --progress-bar off -e '.[dev]'
+	touch $@
+
+demo: $(INSTALLED)
+	$(BIN)/ksmon demo
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(INSTALLED)
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
+pytest: $(INSTALLED)
+	@$(BIN)/python -m pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$status
+
+test: lint typecheck pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,3 @@
+"""ksmon: a monitoring agent for Kafka Streams applications."""
+
+__version__ = "0.1.0"

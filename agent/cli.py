@@ -1,0 +1,167 @@
+"""``ksmon``: the command line. Each command returns an exit code; errors are one line."""
+
+import argparse
+import logging
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from agent import __version__
+from agent.errors import KsmonError
+
+log = logging.getLogger("ksmon")
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 1 <= port <= 65535:  # noqa: PLR2004 - the TCP port range
+        raise argparse.ArgumentTypeError(f"port must be 1..65535, got {port}")
+    return port
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ksmon",
+        description="Monitor Kafka Streams applications from outside: assignments, hot tasks, "
+        "restores, stream threads and rebalances.",
+    )
+    parser.add_argument("--version", action="version", version=f"ksmon {__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug details")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", help="run everything locally on an embedded Kafka until Ctrl-C"
+    )
+    demo.set_defaults(run=_demo)
+
+    kafka = commands.add_parser("kafka", help="a local single-node Kafka for trying ksmon out")
+    kafka_commands = kafka.add_subparsers(dest="kafka_command", required=True, metavar="ACTION")
+    for name, run, text in (
+        ("start", _kafka_start, "start a local broker in the background (or --foreground)"),
+        ("stop", _kafka_stop, "stop the local broker"),
+        ("status", _kafka_status, "say whether the local broker runs and answers"),
+    ):
+        sub = kafka_commands.add_parser(name, help=text)
+        sub.add_argument(
+            "--data-dir",
+            type=Path,
+            default=None,
+            help="where the broker keeps its data (default: ~/.local/state/ksmon/kafka)",
+        )
+        sub.set_defaults(run=run)
+        if name == "start":
+            sub.add_argument("--port", type=_port, help="listen on this port (default: a free one)")
+            sub.add_argument("--fresh", action="store_true", help="wipe existing data first")
+            sub.add_argument(
+                "--foreground", action="store_true", help="run in this terminal until Ctrl-C"
+            )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _configure_logging(verbose=args.verbose)
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    try:
+        return int(args.run(args))
+    except KsmonError as e:
+        print(f"ksmon: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _configure_logging(*, verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr
+    )
+    # kafka-python logs every refused connection while a broker starts; only
+    # its errors matter to a person at a terminal.
+    logging.getLogger("kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
+
+
+def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
+    # Turn SIGTERM into the same orderly unwinding as Ctrl-C, so children stop.
+    raise KeyboardInterrupt
+
+
+def _data_dir(args: argparse.Namespace) -> Path:
+    from agent.embedded import daemon  # noqa: PLC0415 - keep `ksmon --help` fast
+
+    return args.data_dir if args.data_dir is not None else daemon.default_data_dir()
+
+
+def _kafka_start(args: argparse.Namespace) -> int:
+    from agent.embedded import daemon  # noqa: PLC0415
+
+    data_dir = _data_dir(args)
+    if args.foreground:
+        return _run_broker_in_foreground(data_dir, args.port, fresh=args.fresh)
+    print(daemon.start(data_dir, args.port, fresh=args.fresh).describe())
+    return 0
+
+
+def _kafka_stop(args: argparse.Namespace) -> int:
+    from agent.embedded import daemon  # noqa: PLC0415
+
+    stopped = daemon.stop(_data_dir(args))
+    print("Kafka stopped" if stopped else "Kafka was not running")
+    return 0
+
+
+def _kafka_status(args: argparse.Namespace) -> int:
+    from agent.embedded import daemon  # noqa: PLC0415
+
+    current = daemon.status(_data_dir(args))
+    print(current.describe())
+    return 0 if current.running and current.answering else 1
+
+
+def _run_broker_in_foreground(data_dir: Path, port: int | None, *, fresh: bool) -> int:
+    import shutil  # noqa: PLC0415
+
+    from agent.embedded.kafka import EmbeddedKafka, fetch_kafka  # noqa: PLC0415
+
+    if fresh:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    kafka = EmbeddedKafka(fetch_kafka(), data_dir, port=port)
+    kafka.start()
+    try:
+        version, address = kafka.distribution.version, kafka.bootstrap_servers
+        print(f"Kafka {version} is up at {address}; Ctrl-C stops it")
+        while kafka.process.alive:
+            time.sleep(1)
+        print(f"ksmon: error: the broker exited; see {kafka.log_path}", file=sys.stderr)
+        return 1
+    finally:
+        kafka.stop()
+
+
+def _demo(_args: argparse.Namespace) -> int:
+    """For now: a local broker and its status, until the agent and job exist."""
+    from agent.embedded.kafka import EmbeddedKafka, fetch_kafka  # noqa: PLC0415
+
+    with tempfile.TemporaryDirectory(prefix="ksmon-demo-") as work:
+        kafka = EmbeddedKafka(fetch_kafka(), Path(work) / "kafka")
+        kafka.start()
+        try:
+            print(
+                f"ksmon demo: Kafka {kafka.distribution.version} is up at "
+                f"{kafka.bootstrap_servers}.\nThe agent and the aggregation job join this demo "
+                "as they land; Ctrl-C stops everything."
+            )
+            while kafka.process.alive:
+                time.sleep(10)
+                status = "answering" if kafka.answers() else "NOT answering"
+                print(f"ksmon demo: broker {kafka.bootstrap_servers} {status}")
+            print(f"ksmon: error: the broker exited; see {kafka.log_path}", file=sys.stderr)
+            return 1
+        finally:
+            kafka.stop()

@@ -1,0 +1,25 @@
+"""The errors ksmon reports to a person.
+
+Every message names the input that was wrong and what would be right, so the
+CLI can print it as one line without a traceback.
+"""
+
+
+class KsmonError(Exception):
+    """Base of ksmon's own errors; ``retriable`` says whether trying again may help."""
+
+    retriable: bool = False
+
+
+class ConfigError(KsmonError):
+    """A setting, file or command-line value is wrong; fix the input and run again."""
+
+
+class SetupError(KsmonError):
+    """Something ksmon needs from the machine is missing or wrong (Java, Maven, a port)."""
+
+
+class UnreachableError(SetupError):
+    """A remote service ksmon must reach (Maven Central, a broker) did not answer."""
+
+    retriable = True

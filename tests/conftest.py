@@ -1,0 +1,51 @@
+"""Session-wide real components: one Kafka broker, one fixture-app build."""
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution, fetch_kafka
+from agent.embedded.streams_app import StreamsAppBuild, build_streams_app
+from agent.errors import KsmonError
+from tests.support.environment import unavailable
+from tests.support.streams import StreamsApps
+
+
+@pytest.fixture(scope="session")
+def kafka_distribution() -> KafkaDistribution:
+    try:
+        return fetch_kafka()
+    except KsmonError as e:
+        unavailable("Kafka (from Maven Central)", e)
+
+
+@pytest.fixture(scope="session")
+def kafka(
+    kafka_distribution: KafkaDistribution, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[EmbeddedKafka]:
+    """The session's single real broker (KRaft, 127.0.0.1, a free port)."""
+    broker = EmbeddedKafka(kafka_distribution, tmp_path_factory.mktemp("kafka"))
+    try:
+        broker.start()
+    except KsmonError as e:
+        unavailable("the embedded Kafka broker", e)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="session")
+def streams_app_build(kafka_distribution: KafkaDistribution) -> StreamsAppBuild:
+    try:
+        return build_streams_app(kafka_version=kafka_distribution.version)
+    except KsmonError as e:
+        unavailable("the Kafka Streams fixture app build", e)
+
+
+@pytest.fixture
+def streams_apps(
+    kafka: EmbeddedKafka, streams_app_build: StreamsAppBuild, tmp_path: Path
+) -> Iterator[StreamsApps]:
+    apps = StreamsApps(kafka, streams_app_build, tmp_path)
+    yield apps
+    apps.stop_all()
