@@ -11,6 +11,10 @@ from agent.errors import KsmonError
 from tests.support.environment import unavailable
 from tests.support.streams import StreamsApps
 
+# A PLAIN user on the session broker's SASL_PLAINTEXT listener (kafka.sasl_bootstrap_servers).
+SASL_USER = "ksmon"
+SASL_PASSWORD = "ksmon-test-secret"  # noqa: S105 - a throwaway credential of the test broker
+
 
 @pytest.fixture(scope="session")
 def kafka_distribution() -> KafkaDistribution:
@@ -25,7 +29,11 @@ def kafka(
     kafka_distribution: KafkaDistribution, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EmbeddedKafka]:
     """The session's single real broker (KRaft, 127.0.0.1, a free port)."""
-    broker = EmbeddedKafka(kafka_distribution, tmp_path_factory.mktemp("kafka"))
+    broker = EmbeddedKafka(
+        kafka_distribution,
+        tmp_path_factory.mktemp("kafka"),
+        sasl_plain_users={SASL_USER: SASL_PASSWORD},
+    )
     try:
         broker.start()
     except KsmonError as e:

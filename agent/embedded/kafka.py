@@ -114,6 +114,7 @@ class BrokerMeta:
     port: int
     controller_port: int
     kafka_version: str
+    sasl_port: int | None = None
 
     @classmethod
     def load(cls, path: Path) -> "BrokerMeta | None":
@@ -155,6 +156,7 @@ class EmbeddedKafka:
         port: int | None = None,
         heap_mb: int = 512,
         overrides: Mapping[str, str] | None = None,
+        sasl_plain_users: Mapping[str, str] | None = None,
         die_with_parent: bool = True,
     ) -> None:
         self.distribution = distribution
@@ -170,6 +172,11 @@ class EmbeddedKafka:
         self.cluster_id = meta.cluster_id if meta else _new_cluster_id()
         self.port = meta.port if meta else (port or free_port())
         self.controller_port = meta.controller_port if meta else free_port()
+        # An optional second listener, SASL_PLAINTEXT with PLAIN users, for auth tests.
+        self.sasl_plain_users = dict(sasl_plain_users or {})
+        self.sasl_port: int | None = None
+        if self.sasl_plain_users:
+            self.sasl_port = meta.sasl_port if meta and meta.sasl_port else free_port()
         self.process = JvmProcess(
             f"kafka broker :{self.port}",
             self._broker_argv(),
@@ -188,6 +195,10 @@ class EmbeddedKafka:
     @property
     def log_path(self) -> Path:
         return self.process.log_path
+
+    @property
+    def sasl_bootstrap_servers(self) -> str | None:
+        return f"{LOOPBACK}:{self.sasl_port}" if self.sasl_port else None
 
     def server_properties(self) -> dict[str, str]:
         props = {
@@ -211,6 +222,15 @@ class EmbeddedKafka:
             # Groups form at once instead of after the default 3 s delay.
             "group.initial.rebalance.delay.ms": "0",
         }
+        if self.sasl_port:
+            props["listeners"] += f",SASL_PLAINTEXT://{LOOPBACK}:{self.sasl_port}"
+            props["advertised.listeners"] += f",SASL_PLAINTEXT://{LOOPBACK}:{self.sasl_port}"
+            props["listener.security.protocol.map"] += ",SASL_PLAINTEXT:SASL_PLAINTEXT"
+            props["sasl.enabled.mechanisms"] = "PLAIN"
+            users = " ".join(f'user_{u}="{p}"' for u, p in self.sasl_plain_users.items())
+            props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
+                f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+            )
         props.update(self.overrides)
         return props
 
@@ -225,6 +245,8 @@ class EmbeddedKafka:
             return
         ensure_free(self.port, "the embedded Kafka broker")
         ensure_free(self.controller_port, "the embedded Kafka controller")
+        if self.sasl_port:
+            ensure_free(self.sasl_port, "the embedded Kafka SASL listener")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.properties_path.write_text(
             "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
@@ -300,7 +322,11 @@ class EmbeddedKafka:
                 f"{(result.stderr or result.stdout).strip()[-500:]}"
             )
         meta = BrokerMeta(
-            self.cluster_id, self.port, self.controller_port, self.distribution.version
+            self.cluster_id,
+            self.port,
+            self.controller_port,
+            self.distribution.version,
+            self.sasl_port,
         )
         (self.data_dir / self.META_FILE).write_text(json.dumps(dataclasses.asdict(meta)))
 

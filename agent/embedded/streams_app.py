@@ -25,6 +25,8 @@ from agent.errors import SetupError
 
 FIXTURE_SOURCES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "streams-app"
 MAIN_CLASS = "dev.ksmon.fixture.FixtureApp"
+# Kafka's own consumer-group CLI (kafka-consumer-groups.sh), an oracle for lag and members.
+CONSUMER_GROUP_COMMAND_CLASS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 Topology = Literal["count", "join", "windowed"]
 OnError = Literal["replace_thread", "shutdown_client", "shutdown_application"]

@@ -37,3 +37,47 @@ def describe_members(kafka: EmbeddedKafka, group: str) -> list[GroupMember]:
         if len(fields) == 5 and fields[0] == group:
             members.append(GroupMember(fields[1], fields[2], fields[3], int(fields[4])))
     return members
+
+
+@dataclass(frozen=True)
+class GroupOffsetRow:
+    topic: str
+    partition: int
+    current_offset: int | None
+    log_end_offset: int | None
+    lag: int | None
+
+
+def _number(text: str) -> int | None:
+    return None if text == "-" else int(text)
+
+
+def describe_offsets(kafka: EmbeddedKafka, group: str) -> dict[tuple[str, int], GroupOffsetRow]:
+    """``kafka-consumer-groups --describe --offsets --group <group>``, parsed by partition."""
+    result = kafka.distribution.run_tool(
+        CONSUMER_GROUP_COMMAND,
+        [
+            "--bootstrap-server",
+            kafka.bootstrap_servers,
+            "--describe",
+            "--offsets",
+            "--group",
+            group,
+        ],
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"ConsumerGroupCommand failed: {result.stderr or result.stdout}")
+    rows = {}
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID
+        if len(fields) >= 6 and fields[0] == group and fields[2].isdigit():
+            row = GroupOffsetRow(
+                fields[1],
+                int(fields[2]),
+                _number(fields[3]),
+                _number(fields[4]),
+                _number(fields[5]),
+            )
+            rows[(row.topic, row.partition)] = row
+    return rows

@@ -1,0 +1,280 @@
+"""Pure assembly of snapshots from what one poll observed.
+
+Input: the ``raw`` observations of one poll of one cluster, the log-end offset
+history, and the time. Output: one ``Snapshot`` per group. No I/O, no clock:
+everything time-dependent comes in as an argument, so tests pin it.
+"""
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from agent.collect.lag_time import OffsetHistory
+from agent.collect.raw import (
+    ClusterMetadataCache,
+    ConsumerGroupDescription,
+    DescribedGroup,
+    FailedRequest,
+    GroupOffsets,
+    ListedGroup,
+    PartitionOffset,
+    TopicMetadata,
+)
+from agent.collect.streams_view import consumer_group_member_view, member_view
+from agent.model import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    ClusterFacts,
+    GroupInfo,
+    PartitionInfo,
+    PollError,
+    PollInfo,
+    RebalanceEvent,
+    Snapshot,
+    TopicInfo,
+)
+from agent.streams.internal_topics import InternalTopicKind, classify_internal_topic
+from agent.streams.offsets_topic import StreamsCommitMetadata, decode_streams_commit_metadata
+
+STREAMS_PROTOCOL = "stream"  # StreamsPartitionAssignor's protocol name in classic groups
+OFFSETS_TOPIC = "__consumer_offsets"
+
+TopicPartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class GroupRebalanceFacts:
+    """What __consumer_offsets told about a classic group (when the agent reads it)."""
+
+    generation: int | None = None
+    state_changed_at: float | None = None
+    new_events: tuple[RebalanceEvent, ...] = ()
+
+
+@dataclass(slots=True)
+class PollObservation:
+    """Everything one poll of one cluster read, ready for ``build_snapshots``."""
+
+    cluster: str
+    agent: AgentInfo
+    sequence: int
+    started_at: float
+    duration_seconds: float
+    groups: Sequence[ListedGroup]
+    described: Mapping[str, DescribedGroup] = field(default_factory=dict)
+    consumer_groups: Mapping[str, ConsumerGroupDescription] = field(default_factory=dict)
+    offsets: Mapping[str, GroupOffsets] = field(default_factory=dict)
+    topics: Mapping[str, TopicMetadata] = field(default_factory=dict)
+    log_end: Mapping[TopicPartitionKey, PartitionOffset] = field(default_factory=dict)
+    log_start: Mapping[TopicPartitionKey, PartitionOffset] = field(default_factory=dict)
+    metadata: ClusterMetadataCache = field(default_factory=ClusterMetadataCache)
+    failures: Sequence[FailedRequest] = ()
+    rebalances: Mapping[str, GroupRebalanceFacts] = field(default_factory=dict)
+
+
+def is_streams_group(listed: ListedGroup, described: DescribedGroup | None) -> bool:
+    if listed.group_type == "streams" or listed.protocol_type == "streams":
+        return True
+    return described is not None and described.protocol == STREAMS_PROTOCOL
+
+
+def streams_internal_topics(
+    application_id: str, all_topics: Sequence[str]
+) -> dict[str, InternalTopicKind]:
+    kinds = {}
+    for topic in all_topics:
+        kind = classify_internal_topic(topic, application_id)
+        if kind is not None:
+            kinds[topic] = kind
+    return kinds
+
+
+def build_snapshots(
+    observation: PollObservation, history: OffsetHistory, now: float
+) -> list[Snapshot]:
+    return [build_snapshot(observation, listed, history, now) for listed in observation.groups]
+
+
+def build_snapshot(
+    observation: PollObservation, listed: ListedGroup, history: OffsetHistory, now: float
+) -> Snapshot:
+    group_id = listed.group_id
+    described = observation.described.get(group_id)
+    streams = is_streams_group(listed, described)
+    modern = observation.consumer_groups.get(group_id)
+    members = (
+        tuple(consumer_group_member_view(m) for m in modern.members)
+        if modern is not None
+        else tuple(
+            member_view(raw, decode_streams=streams)
+            for raw in (described.members if described else ())
+        )
+    )
+    owners = {
+        (tp.topic, tp.partition): m.member_id for m in members for tp in m.assigned_partitions
+    }
+    partitions = _partitions(observation, group_id, owners, history, now, streams=streams)
+    internal = streams_internal_topics(group_id, observation.metadata.all_topics) if streams else {}
+    consumed = {p.topic for p in partitions}
+    rebalance = observation.rebalances.get(group_id, GroupRebalanceFacts())
+    state, protocol_type, protocol, coordinator = listed.state, listed.protocol_type, None, None
+    if described is not None:
+        state = described.state or state
+        protocol_type = described.protocol_type or protocol_type
+        protocol, coordinator = described.protocol or None, described.coordinator_id
+    if modern is not None:
+        state, protocol, coordinator = (
+            modern.state or state,
+            modern.assignor or None,
+            modern.coordinator_id,
+        )
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster=observation.cluster,
+        agent=observation.agent,
+        poll=PollInfo(observation.sequence, observation.started_at, observation.duration_seconds),
+        group=GroupInfo(
+            group_id=group_id,
+            group_type=listed.group_type or "classic",
+            state=state or "Unknown",
+            protocol_type=protocol_type,
+            protocol=protocol,
+            coordinator_id=coordinator,
+            is_streams=streams,
+            generation=rebalance.generation,
+            state_changed_at=rebalance.state_changed_at,
+            group_epoch=modern.group_epoch if modern is not None else None,
+            assignment_epoch=modern.assignment_epoch if modern is not None else None,
+        ),
+        members=members,
+        partitions=partitions,
+        topics=_topics(observation, consumed, internal),
+        cluster_facts=ClusterFacts(
+            broker_count=observation.metadata.broker_count,
+            offsets_topic_max_message_bytes=(
+                observation.metadata.offsets_topic_max_message_bytes
+                or observation.metadata.broker_message_max_bytes
+            ),
+            offsets_topic_partitions=observation.metadata.offsets_topic_partitions,
+        ),
+        rebalances=rebalance.new_events,
+        errors=_errors(observation, group_id, described, modern),
+    )
+
+
+def _partitions(
+    observation: PollObservation,
+    group_id: str,
+    owners: Mapping[TopicPartitionKey, str],
+    history: OffsetHistory,
+    now: float,
+    *,
+    streams: bool,
+) -> tuple[PartitionInfo, ...]:
+    committed: dict[TopicPartitionKey, tuple[int, str | None]] = {}
+    group_offsets = observation.offsets.get(group_id)
+    if group_offsets is not None:
+        for c in group_offsets.offsets:
+            if c.error_code == 0 and c.offset >= 0:
+                committed[(c.topic, c.partition)] = (c.offset, c.metadata)
+    keys = sorted(set(committed) | set(owners))
+    rows = []
+    for key in keys:
+        topic, partition = key
+        end = observation.log_end.get(key)
+        start = observation.log_start.get(key)
+        leo = end.offset if end else None
+        offset, metadata = committed.get(key, (None, None))
+        lag = max(0, leo - offset) if leo is not None and offset is not None else None
+        lag_seconds = history.lag_seconds(key, offset, now) if offset is not None else None
+        metadata_topic = observation.topics.get(topic)
+        leaders = metadata_topic.leaders if metadata_topic else ()
+        rows.append(
+            PartitionInfo(
+                topic=topic,
+                partition=partition,
+                log_end_offset=leo,
+                log_start_offset=start.offset if start else None,
+                committed_offset=offset,
+                lag=lag,
+                lag_seconds=lag_seconds,
+                owner_member_id=owners.get(key),
+                stream_time_ms=_stream_time(metadata) if streams else None,
+                leader_id=leaders[partition] if partition < len(leaders) else None,
+            )
+        )
+    return tuple(rows)
+
+
+def _stream_time(metadata: str | None) -> int | None:
+    if not metadata:
+        return None
+    decoded = decode_streams_commit_metadata(metadata)
+    if isinstance(decoded, StreamsCommitMetadata) and decoded.partition_time >= 0:
+        return decoded.partition_time
+    return None
+
+
+def _topics(
+    observation: PollObservation,
+    consumed: set[str],
+    internal: Mapping[str, InternalTopicKind],
+) -> tuple[TopicInfo, ...]:
+    cache = observation.metadata
+    rows = []
+    for name in sorted(consumed | set(internal)):
+        meta = observation.topics.get(name)
+        config = cache.topic_configs.get(name)
+        kind = internal.get(name)
+        end_offsets: tuple[int | None, ...] = ()
+        if kind is InternalTopicKind.CHANGELOG and meta is not None:
+            end_offsets = tuple(
+                (observation.log_end.get((name, p)) or _UNKNOWN).offset
+                for p in range(len(meta.leaders))
+            )
+        rows.append(
+            TopicInfo(
+                name=name,
+                partitions=len(meta.leaders) if meta else 0,
+                internal_kind=str(kind) if kind is not None else None,
+                consumed=name in consumed,
+                cleanup_policy=config.cleanup_policy if config else None,
+                retention_ms=config.retention_ms if config else None,
+                max_message_bytes=config.max_message_bytes if config else None,
+                size_bytes=cache.topic_sizes.get(name),
+                log_end_offsets=end_offsets,
+            )
+        )
+    return tuple(rows)
+
+
+_UNKNOWN = PartitionOffset("", 0, None)
+
+
+def _errors(
+    observation: PollObservation,
+    group_id: str,
+    described: DescribedGroup | None,
+    modern: ConsumerGroupDescription | None,
+) -> tuple[PollError, ...]:
+    from agent.collect.kafka_edge import error_name  # noqa: PLC0415 - kafka-python import is slow
+
+    errors = [
+        PollError(f.stage, f.error, f.message, f.retriable)
+        for f in observation.failures
+        if not f.groups or group_id in f.groups
+    ]
+    if described is not None and described.error_code:
+        name, retriable = error_name(described.error_code)
+        errors.append(
+            PollError("describe_groups", name, described.error_message or name, retriable)
+        )
+    if modern is not None and modern.error_code:
+        name, retriable = error_name(modern.error_code)
+        errors.append(
+            PollError("consumer_group_describe", name, modern.error_message or name, retriable)
+        )
+    offsets = observation.offsets.get(group_id)
+    if offsets is not None and offsets.error_code:
+        name, retriable = error_name(offsets.error_code)
+        errors.append(PollError("offset_fetch", name, name, retriable))
+    return tuple(errors)

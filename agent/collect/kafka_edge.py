@@ -1,0 +1,610 @@
+"""The only code that talks to a Kafka cluster for the poller: Admin API requests
+sent with kafka-python's protocol classes, their responses turned into ``raw``
+types. No interpretation happens here; failures are returned, not raised, so
+one bad group or broker never stops the rest of a poll.
+
+Requests are batched the way the protocol allows (see ``docs/snapshot.md``):
+FindCoordinator for many groups at once, DescribeGroups and OffsetFetch per
+coordinator, ListOffsets per partition leader, one Metadata and one
+DescribeConfigs per refresh, DescribeLogDirs per broker. Every request sent
+is counted by API, so tests and benchmarks can prove the count does not grow
+with the number of groups.
+"""
+
+import logging
+import re
+import threading
+from collections import Counter
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from agent.collect.raw import (
+    CommittedOffset,
+    ConsumerGroupDescription,
+    ConsumerGroupMember,
+    DescribedGroup,
+    FailedRequest,
+    GroupOffsets,
+    ListedGroup,
+    PartitionOffset,
+    RawMember,
+    TopicConfig,
+    TopicMetadata,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+LATEST = -1  # ListOffsets timestamp sentinels
+EARLIEST = -2
+# Coordinator errors after which the cached coordinator must be looked up again.
+_COORDINATOR_MOVED = {14, 15, 16}
+_TOPIC_RESOURCE = 2
+_BROKER_RESOURCE = 4
+# OffsetFetch v10 identifies topics by id only; v8-9 batch groups and keep names.
+_OFFSET_FETCH_MAX_VERSION = 9
+
+
+class KafkaUnavailableError(Exception):
+    """The cluster could not be reached at all (bootstrap or the first request failed)."""
+
+
+def error_name(code: int) -> tuple[str, bool]:
+    """The Kafka error's class name and whether it is retriable."""
+    from kafka import errors  # noqa: PLC0415 - kafka-python is slow to import
+
+    kind = errors.for_code(code)
+    return kind.__name__, bool(getattr(kind, "retriable", False))
+
+
+def describe_exception(error: BaseException) -> tuple[str, str, bool]:
+    """(type name, one line of text, retriable); kafka-python's repeated
+    "[Error 58] SaslAuthenticationFailedError: ..." prefixes are removed."""
+    name = type(error).__name__
+    text = str(error).strip().splitlines()[0] if str(error).strip() else ""
+    previous = None
+    while text != previous:
+        previous = text
+        text = re.sub(rf"^(\[Error -?\d+\] )?{re.escape(name)}:\s*", "", text)
+    return name, text[:500], bool(getattr(error, "retriable", False))
+
+
+class KafkaEdge:
+    """One cluster's Admin connection. Thread-safe; one poll at a time is expected."""
+
+    def __init__(self, client_settings: Mapping[str, object]) -> None:
+        self._settings = dict(client_settings)
+        self._admin: Any = None
+        self._lock = threading.Lock()
+        self._coordinators: dict[str, int] = {}
+        self.requests: Counter[str] = Counter()
+
+    # -- connection ----------------------------------------------------------
+
+    def _client(self) -> Any:
+        with self._lock:
+            if self._admin is None:
+                from kafka.admin import KafkaAdminClient  # noqa: PLC0415
+                from kafka.net.compat import KafkaNetClient  # noqa: PLC0415
+
+                # Keep a handle on the network client: when bootstrap fails, it knows
+                # whether the real reason was a refused login or certificate.
+                created: list[Any] = []
+
+                def network_client(**settings: Any) -> Any:
+                    client = KafkaNetClient(**settings)
+                    created.append(client)
+                    return client
+
+                try:
+                    admin = KafkaAdminClient(**self._settings, kafka_client=network_client)
+                except Exception as e:
+                    reason = _bootstrap_failure(created)
+                    _discard(created)
+                    if reason is None:
+                        name, text, _ = describe_exception(e)
+                        reason = f"{name}: {text}"
+                    raise KafkaUnavailableError(reason) from e
+                self._count_requests(admin)
+                self._admin = admin
+            return self._admin
+
+    def _count_requests(self, admin: Any) -> None:
+        manager = admin._manager
+        send = manager.send
+
+        def counting_send(request: Any, node_id: Any = None, request_timeout_ms: Any = None) -> Any:
+            self.requests[type(request).__name__.split("_v")[0].removesuffix("Request")] += 1
+            return send(request, node_id=node_id, request_timeout_ms=request_timeout_ms)
+
+        manager.send = counting_send
+
+    def reset(self) -> None:
+        """Drop the connection (after failures); the next call reconnects from bootstrap."""
+        with self._lock:
+            admin, self._admin = self._admin, None
+            self._coordinators.clear()
+        if admin is not None:
+            try:
+                admin.close()
+            except Exception as e:  # noqa: BLE001 - closing a broken client may fail in any way
+                log.debug("closing the admin client failed: %s", e)
+
+    close = reset
+
+    def _run(self, coroutine: Callable[..., Awaitable[T]], *args: object) -> T:
+        admin = self._client()
+        result: T = admin._manager.run(coroutine, *args)
+        return result
+
+    def broker_ids(self) -> list[int]:
+        admin = self._client()
+        return sorted(int(b.node_id) for b in admin._manager.cluster.brokers())
+
+    # -- groups --------------------------------------------------------------
+
+    def list_groups(self) -> list[ListedGroup]:
+        """ListGroups on every broker (each lists the groups it coordinates)."""
+        from kafka.protocol.admin import ListGroupsRequest  # noqa: PLC0415
+
+        async def run() -> list[ListedGroup]:
+            admin = self._admin
+            futures = [
+                admin._manager.send(ListGroupsRequest(types_filter=[]), node_id=broker)
+                for broker in self.broker_ids()
+            ]
+            listed: list[ListedGroup] = []
+            for future in futures:
+                response = await future
+                if response.error_code:
+                    name, _ = error_name(response.error_code)
+                    raise KafkaUnavailableError(f"ListGroups failed: {name}")
+                listed.extend(
+                    ListedGroup(
+                        group_id=g.group_id,
+                        protocol_type=g.protocol_type or "",
+                        state=getattr(g, "group_state", "") or "",
+                        group_type=getattr(g, "group_type", "") or "",
+                    )
+                    for g in response.groups
+                )
+            return listed
+
+        return self._run(run)
+
+    def coordinators(self, group_ids: Iterable[str]) -> tuple[dict[str, int], list[FailedRequest]]:
+        """Coordinator broker per group: cached, unknown ones looked up in one request."""
+        from kafka.protocol.metadata import FindCoordinatorRequest  # noqa: PLC0415
+
+        wanted = list(dict.fromkeys(group_ids))
+        unknown = [g for g in wanted if g not in self._coordinators]
+        failures: list[FailedRequest] = []
+        if unknown:
+
+            async def run() -> Any:
+                request = FindCoordinatorRequest(
+                    key_type=0, coordinator_keys=unknown, min_version=4
+                )
+                return await self._admin._manager.send(request)
+
+            response = self._run(run)
+            for row in response.coordinators:
+                if row.error_code:
+                    name, retriable = error_name(row.error_code)
+                    failures.append(
+                        FailedRequest(
+                            "find_coordinator",
+                            name,
+                            row.error_message or name,
+                            retriable,
+                            (row.key,),
+                        )
+                    )
+                else:
+                    self._coordinators[row.key] = int(row.node_id)
+        return {g: self._coordinators[g] for g in wanted if g in self._coordinators}, failures
+
+    def forget_coordinator(self, group_id: str) -> None:
+        self._coordinators.pop(group_id, None)
+
+    def describe_groups(
+        self, by_coordinator: Mapping[int, Sequence[str]]
+    ) -> tuple[list[DescribedGroup], list[FailedRequest]]:
+        """DescribeGroups, one request per coordinator; member blobs stay raw bytes."""
+        from kafka.protocol.admin import DescribeGroupsRequest  # noqa: PLC0415
+
+        def request(groups: Sequence[str]) -> Any:
+            return DescribeGroupsRequest(groups=list(groups), include_authorized_operations=False)
+
+        def parse(coordinator: int, response: Any) -> list[DescribedGroup]:
+            described = []
+            for g in response.groups:
+                if g.error_code in _COORDINATOR_MOVED:
+                    self.forget_coordinator(g.group_id)
+                described.append(
+                    DescribedGroup(
+                        group_id=g.group_id,
+                        error_code=g.error_code,
+                        error_message=getattr(g, "error_message", None),
+                        state=g.group_state or "",
+                        protocol_type=g.protocol_type or "",
+                        protocol=g.protocol_data or "",
+                        members=tuple(
+                            RawMember(
+                                member_id=m.member_id,
+                                client_id=m.client_id,
+                                client_host=m.client_host,
+                                group_instance_id=getattr(m, "group_instance_id", None),
+                                metadata=bytes(m.member_metadata or b""),
+                                assignment=bytes(m.member_assignment or b""),
+                            )
+                            for m in g.members
+                        ),
+                        coordinator_id=coordinator,
+                    )
+                )
+            return described
+
+        return self._per_coordinator("describe_groups", by_coordinator, request, parse)
+
+    def describe_consumer_groups(
+        self, by_coordinator: Mapping[int, Sequence[str]]
+    ) -> tuple[list[ConsumerGroupDescription], list[FailedRequest]]:
+        """ConsumerGroupDescribe (KIP-848 groups), one request per coordinator."""
+        from agent.collect.protocol import ConsumerGroupDescribeRequest  # noqa: PLC0415
+
+        def request(groups: Sequence[str]) -> Any:
+            return ConsumerGroupDescribeRequest(
+                group_ids=list(groups), include_authorized_operations=False
+            )
+
+        def parse(coordinator: int, response: Any) -> list[ConsumerGroupDescription]:
+            described = []
+            for g in response.groups:
+                if g.error_code in _COORDINATOR_MOVED:
+                    self.forget_coordinator(g.group_id)
+                described.append(
+                    ConsumerGroupDescription(
+                        group_id=g.group_id,
+                        error_code=g.error_code,
+                        error_message=g.error_message,
+                        state=g.group_state or "",
+                        group_epoch=g.group_epoch,
+                        assignment_epoch=g.assignment_epoch,
+                        assignor=g.assignor_name or "",
+                        members=tuple(
+                            ConsumerGroupMember(
+                                member_id=m.member_id,
+                                client_id=m.client_id,
+                                client_host=m.client_host,
+                                group_instance_id=m.instance_id,
+                                rack_id=m.rack_id,
+                                member_epoch=m.member_epoch,
+                                subscribed_topics=tuple(m.subscribed_topic_names or ()),
+                                assigned=tuple(
+                                    (tp.topic_name, p)
+                                    for tp in m.assignment.topic_partitions
+                                    for p in tp.partitions
+                                ),
+                            )
+                            for m in g.members
+                        ),
+                        coordinator_id=coordinator,
+                    )
+                )
+            return described
+
+        return self._per_coordinator("consumer_group_describe", by_coordinator, request, parse)
+
+    def offset_fetch(
+        self, by_coordinator: Mapping[int, Sequence[str]]
+    ) -> tuple[list[GroupOffsets], list[FailedRequest]]:
+        """Committed offsets of many groups in one OffsetFetch (v8+) per coordinator."""
+        from kafka.protocol.consumer import OffsetFetchRequest  # noqa: PLC0415
+
+        group_request = OffsetFetchRequest.OffsetFetchRequestGroup
+
+        def request(groups: Sequence[str]) -> Any:
+            return OffsetFetchRequest(
+                groups=[group_request(group_id=g, topics=None) for g in groups],
+                require_stable=False,
+                min_version=8,
+                max_version=_OFFSET_FETCH_MAX_VERSION,
+            )
+
+        def parse(_coordinator: int, response: Any) -> list[GroupOffsets]:
+            results = []
+            for g in response.groups:
+                if g.error_code in _COORDINATOR_MOVED:
+                    self.forget_coordinator(g.group_id)
+                results.append(
+                    GroupOffsets(
+                        group_id=g.group_id,
+                        error_code=g.error_code,
+                        offsets=tuple(
+                            CommittedOffset(
+                                topic=t.name,
+                                partition=p.partition_index,
+                                offset=p.committed_offset,
+                                metadata=p.metadata,
+                                error_code=p.error_code,
+                            )
+                            for t in g.topics
+                            for p in t.partitions
+                        ),
+                    )
+                )
+            return results
+
+        return self._per_coordinator("offset_fetch", by_coordinator, request, parse)
+
+    def _per_coordinator(
+        self,
+        stage: str,
+        by_coordinator: Mapping[int, Sequence[str]],
+        request: Callable[[Sequence[str]], Any],
+        parse: Callable[[int, Any], list[T]],
+    ) -> tuple[list[T], list[FailedRequest]]:
+        async def run() -> tuple[list[T], list[FailedRequest]]:
+            manager = self._admin._manager
+            pending = [
+                (coordinator, groups, manager.send(request(groups), node_id=coordinator))
+                for coordinator, groups in by_coordinator.items()
+                if groups
+            ]
+            results: list[T] = []
+            failures: list[FailedRequest] = []
+            for coordinator, groups, future in pending:
+                try:
+                    results.extend(parse(coordinator, await future))
+                except Exception as e:  # noqa: BLE001 - one coordinator's failure must not stop the poll
+                    name, text, retriable = describe_exception(e)
+                    failures.append(FailedRequest(stage, name, text, retriable, tuple(groups)))
+                    for group in groups:
+                        self.forget_coordinator(group)
+            return results, failures
+
+        return self._run(run)
+
+    # -- topics and partitions ----------------------------------------------
+
+    def topic_metadata(self, topics: Sequence[str] | None) -> list[TopicMetadata]:
+        """Metadata for ``topics`` (all topics when None); never auto-creates a topic."""
+        from kafka.protocol.metadata import MetadataRequest  # noqa: PLC0415
+
+        async def run() -> Any:
+            names = (
+                None
+                if topics is None
+                else [MetadataRequest.MetadataRequestTopic(name=t) for t in topics]
+            )
+            request = MetadataRequest(topics=names, allow_auto_topic_creation=False)
+            return await self._admin._manager.send(request)
+
+        response = self._run(run)
+        found = []
+        for t in response.topics:
+            leaders = [-1] * len(t.partitions)
+            for p in t.partitions:
+                if 0 <= p.partition_index < len(leaders):
+                    leaders[p.partition_index] = p.leader_id
+            found.append(TopicMetadata(t.name, t.error_code, bool(t.is_internal), tuple(leaders)))
+        return found
+
+    def list_offsets(
+        self, by_leader: Mapping[int, Sequence[tuple[str, int]]], timestamp: int
+    ) -> tuple[list[PartitionOffset], list[FailedRequest]]:
+        """Latest (-1) or earliest (-2) offsets: one ListOffsets per partition leader."""
+        from kafka.protocol.consumer import ListOffsetsRequest  # noqa: PLC0415
+
+        topic_request = ListOffsetsRequest.ListOffsetsTopic
+        partition_request = topic_request.ListOffsetsPartition
+        stage = "list_offsets_latest" if timestamp == LATEST else "list_offsets_earliest"
+
+        async def run() -> tuple[list[PartitionOffset], list[FailedRequest]]:
+            manager = self._admin._manager
+            pending = []
+            for leader, partitions in by_leader.items():
+                by_topic: dict[str, list[int]] = {}
+                for topic, partition in partitions:
+                    by_topic.setdefault(topic, []).append(partition)
+                request = ListOffsetsRequest(
+                    replica_id=-1,
+                    isolation_level=0,
+                    topics=[
+                        topic_request(
+                            name=topic,
+                            partitions=[
+                                partition_request(partition_index=p, timestamp=timestamp)
+                                for p in ps
+                            ],
+                        )
+                        for topic, ps in by_topic.items()
+                    ],
+                )
+                pending.append((leader, manager.send(request, node_id=leader)))
+            results: list[PartitionOffset] = []
+            failures: list[FailedRequest] = []
+            for leader, future in pending:
+                try:
+                    response = await future
+                except Exception as e:  # noqa: BLE001 - one leader's failure must not stop the poll
+                    name, text, retriable = describe_exception(e)
+                    failures.append(
+                        FailedRequest(stage, name, f"broker {leader}: {text}", retriable)
+                    )
+                    continue
+                for t in response.topics:
+                    for p in t.partitions:
+                        ok = p.error_code == 0
+                        results.append(
+                            PartitionOffset(
+                                t.name, p.partition_index, p.offset if ok else None, p.error_code
+                            )
+                        )
+            return results, failures
+
+        return self._run(run)
+
+    def describe_configs(
+        self, topics: Sequence[str], broker_id: int | None
+    ) -> tuple[dict[str, TopicConfig], int | None]:
+        """Topic configs that matter to ksmon, and the broker's ``message.max.bytes``."""
+        from kafka.protocol.admin import DescribeConfigsRequest  # noqa: PLC0415
+
+        resource = DescribeConfigsRequest.DescribeConfigsResource
+        keys = ["cleanup.policy", "retention.ms", "max.message.bytes"]
+
+        async def run() -> Any:
+            resources = [
+                resource(resource_type=_TOPIC_RESOURCE, resource_name=t, configuration_keys=keys)
+                for t in topics
+            ]
+            if broker_id is not None:
+                resources.append(
+                    resource(
+                        resource_type=_BROKER_RESOURCE,
+                        resource_name=str(broker_id),
+                        configuration_keys=["message.max.bytes"],
+                    )
+                )
+            request = DescribeConfigsRequest(
+                resources=resources, include_synonyms=False, include_documentation=False
+            )
+            # Broker-level configs must be asked of that broker itself.
+            return await self._admin._manager.send(request, node_id=broker_id)
+
+        response = self._run(run)
+        configs: dict[str, TopicConfig] = {}
+        message_max_bytes: int | None = None
+        for result in response.results:
+            if result.error_code:
+                continue
+            values = {c.name: c.value for c in result.configs}
+            if result.resource_type == _BROKER_RESOURCE:
+                message_max_bytes = _int_or_none(values.get("message.max.bytes"))
+            else:
+                configs[result.resource_name] = TopicConfig(
+                    name=result.resource_name,
+                    cleanup_policy=values.get("cleanup.policy"),
+                    retention_ms=_int_or_none(values.get("retention.ms")),
+                    max_message_bytes=_int_or_none(values.get("max.message.bytes")),
+                )
+        return configs, message_max_bytes
+
+    def log_dir_sizes(self, topics: Sequence[str]) -> tuple[dict[str, int], list[FailedRequest]]:
+        """Bytes on disk per topic, summed over partitions, replicas and log dirs."""
+        from kafka.protocol.admin import DescribeLogDirsRequest  # noqa: PLC0415
+
+        topic_request = DescribeLogDirsRequest.DescribableLogDirTopic
+
+        async def run() -> tuple[dict[str, int], list[FailedRequest]]:
+            manager = self._admin._manager
+            wanted = [
+                topic_request(topic=t, partitions=list(range(_MAX_PARTITIONS))) for t in topics
+            ]
+            pending = [
+                (broker, manager.send(DescribeLogDirsRequest(topics=wanted), node_id=broker))
+                for broker in self.broker_ids()
+            ]
+            sizes: Counter[str] = Counter()
+            failures: list[FailedRequest] = []
+            for broker, future in pending:
+                try:
+                    response = await future
+                except Exception as e:  # noqa: BLE001
+                    name, text, retriable = describe_exception(e)
+                    failures.append(
+                        FailedRequest("log_dirs", name, f"broker {broker}: {text}", retriable)
+                    )
+                    continue
+                for result in response.results:
+                    for t in result.topics:
+                        sizes[t.name] += sum(p.partition_size for p in t.partitions)
+            return dict(sizes), failures
+
+        return self._run(run)
+
+
+# DescribeLogDirs asks per partition; asking for more than exist is harmless and
+# saves a metadata lookup. Topics with more partitions are rare and get a partial size.
+_MAX_PARTITIONS = 1024
+
+
+class _BootstrapFailures(logging.Handler):
+    """Keeps the last bootstrap connection error per kafka-python IO thread.
+
+    kafka-python retries a refused login or an untrusted certificate until the
+    bootstrap timeout and then reports only "Unable to bootstrap"; the real
+    reason exists only as the argument of a log record on the client's own IO
+    thread. Records are taken here, not printed: ksmon reports the reason itself.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.errors: dict[int, list[BaseException]] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        args = record.args if isinstance(record.args, tuple) else ()
+        if str(record.msg).startswith("Bootstrap connection") and len(args) > 1:
+            error = args[1]
+            if isinstance(error, BaseException) and record.thread is not None:
+                seen = self.errors.setdefault(record.thread, [])
+                seen.append(error)
+                del seen[:-8]
+
+
+_bootstrap_failures = _BootstrapFailures()
+_manager_log = logging.getLogger("kafka.net.manager")
+_manager_log.addHandler(_bootstrap_failures)
+_manager_log.setLevel(logging.WARNING)
+_manager_log.propagate = False
+
+
+def _io_thread_ident(client: Any) -> int | None:
+    thread = getattr(getattr(getattr(client, "_manager", None), "_net", None), "_io_thread", None)
+    return getattr(thread, "ident", None)
+
+
+def _bootstrap_failure(clients: list[Any]) -> str | None:
+    """Why bootstrap failed, when a login or certificate was refused; None otherwise."""
+    for client in clients:
+        ident = _io_thread_ident(client)
+        errors = _bootstrap_failures.errors.pop(ident, []) if ident is not None else []
+        described = [describe_exception(e)[:2] for e in errors]
+        for name, text in described:
+            lowered = f"{name} {text}".lower()
+            if "sasl" in lowered or "authentic" in lowered:
+                return (
+                    f"authentication failed ({name}: {text}); "
+                    "check the SASL mechanism, username and password"
+                )
+            if "ssl" in lowered or "certificate" in lowered or "handshake" in lowered:
+                return (
+                    f"TLS handshake failed ({name}: {text}); "
+                    "check the CA file and the broker's certificate"
+                )
+        if described:
+            name, text = described[-1]
+            return f"cannot connect: {name}: {text}"
+    return None
+
+
+def _discard(clients: list[Any]) -> None:
+    """Stop what a failed KafkaAdminClient construction leaves running (its IO thread)."""
+    for client in clients:
+        try:
+            client.close()
+            net = getattr(getattr(client, "_manager", None), "_net", None)
+            if net is not None:
+                net.stop()
+        except Exception as e:  # noqa: BLE001 - best effort on a client that never worked
+            log.debug("discarding a failed client: %s", e)
+
+
+def _int_or_none(text: str | None) -> int | None:
+    try:
+        return int(text) if text is not None else None
+    except ValueError:
+        return None

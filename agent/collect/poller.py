@@ -1,0 +1,291 @@
+"""One cluster's poll: which requests, in which order, and what to do when they fail.
+
+A poll lists the groups, looks up their coordinators, describes them and
+fetches their committed offsets (batched per coordinator), reads metadata and
+latest/earliest offsets for the partitions that matter (batched per leader),
+refreshes the slow-moving facts (topic list, configs, sizes) every
+``metadata_interval``, and hands everything to the pure builder.
+
+Failures are data: a failed request becomes a ``PollError`` in the snapshots
+it concerns; only a cluster that cannot be reached at all fails the poll.
+"""
+
+import logging
+import re
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+from agent.collect.build import (
+    OFFSETS_TOPIC,
+    GroupRebalanceFacts,
+    PollObservation,
+    build_snapshots,
+    streams_internal_topics,
+)
+from agent.collect.kafka_edge import (
+    EARLIEST,
+    LATEST,
+    KafkaEdge,
+    KafkaUnavailableError,
+    describe_exception,
+)
+from agent.collect.lag_time import OffsetHistory
+from agent.collect.raw import (
+    ClusterMetadataCache,
+    ConsumerGroupDescription,
+    DescribedGroup,
+    FailedRequest,
+    GroupOffsets,
+    ListedGroup,
+    PartitionOffset,
+    TopicMetadata,
+)
+from agent.model import AgentInfo, Snapshot
+from agent.streams.codec import DecodeError
+from agent.streams.consumer_protocol import decode_consumer_assignment
+
+log = logging.getLogger(__name__)
+
+# Group types ksmon understands; "connect" and share groups have no consumer offsets to watch.
+_WATCHED_PROTOCOL_TYPES = {"consumer", "streams", ""}
+_CLASSIC_TYPES = {"classic", ""}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFilter:
+    allow: tuple[re.Pattern[str], ...] = (re.compile(".*"),)
+    deny: tuple[re.Pattern[str], ...] = ()
+
+    def wants(self, group_id: str) -> bool:
+        if any(p.fullmatch(group_id) for p in self.deny):
+            return False
+        return any(p.fullmatch(group_id) for p in self.allow)
+
+
+@dataclass(slots=True)
+class PollResult:
+    cluster: str
+    sequence: int
+    started_at: float
+    duration_seconds: float
+    snapshots: list[Snapshot] = field(default_factory=list)
+    error: str | None = None  # set when the cluster could not be polled at all
+    requests: Counter[str] = field(default_factory=Counter)
+    groups_listed: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class RebalanceSource:
+    """Where exact rebalance facts come from (the __consumer_offsets tail), if anywhere."""
+
+    def facts(self, group_ids: Iterable[str]) -> dict[str, GroupRebalanceFacts]:
+        return {}
+
+
+class ClusterPoller:
+    def __init__(
+        self,
+        cluster: str,
+        agent: AgentInfo,
+        edge: KafkaEdge,
+        *,
+        group_filter: GroupFilter | None = None,
+        metadata_interval: float = 60.0,
+        history: OffsetHistory | None = None,
+        rebalances: RebalanceSource | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cluster = cluster
+        self.agent = agent
+        self.edge = edge
+        self.group_filter = group_filter or GroupFilter()
+        self.metadata_interval = metadata_interval
+        self.history = history or OffsetHistory()
+        self.rebalances = rebalances or RebalanceSource()
+        self.clock = clock
+        self.metadata = ClusterMetadataCache()
+        self.sequence = 0
+
+    def poll(self) -> PollResult:
+        self.sequence += 1
+        started = self.clock()
+        before = Counter(self.edge.requests)
+        result = PollResult(self.cluster, self.sequence, started, 0.0)
+        try:
+            self._poll_into(result, started)
+        except KafkaUnavailableError as e:
+            result.error = str(e)
+            log.warning("poll of cluster %s failed: %s", self.cluster, result.error)
+            self.edge.reset()
+        except Exception as e:  # noqa: BLE001 - a poll that cannot reach the cluster is reported, not raised
+            name, text, _ = describe_exception(e)
+            result.error = f"{name}: {text}" if text else name
+            log.warning("poll of cluster %s failed: %s", self.cluster, result.error)
+            self.edge.reset()
+        result.duration_seconds = self.clock() - started
+        result.requests = Counter(self.edge.requests) - before
+        return result
+
+    def _poll_into(self, result: PollResult, started: float) -> None:
+        listed = self.edge.list_groups()
+        result.groups_listed = len(listed)
+        groups = sorted(
+            (
+                g
+                for g in listed
+                if g.protocol_type in _WATCHED_PROTOCOL_TYPES
+                and self.group_filter.wants(g.group_id)
+            ),
+            key=lambda g: g.group_id,
+        )
+        failures: list[FailedRequest] = []
+        coordinators, lookup_failures = self.edge.coordinators(g.group_id for g in groups)
+        failures += lookup_failures
+
+        classic = [g.group_id for g in groups if g.group_type in _CLASSIC_TYPES]
+        modern = [g.group_id for g in groups if g.group_type == "consumer"]
+        consumer_groups: dict[str, ConsumerGroupDescription] = {}
+        if modern:
+            described_modern, modern_failures = self.edge.describe_consumer_groups(
+                _by_coordinator(modern, coordinators)
+            )
+            failures += modern_failures
+            consumer_groups = {d.group_id: d for d in described_modern}
+        described_list, describe_failures = self.edge.describe_groups(
+            _by_coordinator(classic, coordinators)
+        )
+        failures += describe_failures
+        described = {d.group_id: d for d in described_list}
+
+        offsets_list, fetch_failures = self.edge.offset_fetch(
+            _by_coordinator([g.group_id for g in groups], coordinators)
+        )
+        failures += fetch_failures
+        offsets = {o.group_id: o for o in offsets_list}
+
+        refresh = self._metadata_due(started)
+        if refresh:
+            self._refresh_topic_list(started)
+        topics = self._topics_that_matter(groups, described, offsets)
+        topics.update(t for d in consumer_groups.values() for m in d.members for t, _ in m.assigned)
+        if refresh:
+            failures += self._refresh_topic_facts(sorted(topics | {OFFSETS_TOPIC}))
+        topic_list = self.edge.topic_metadata(sorted(topics)) if topics else []
+        metadata = {t.name: t for t in topic_list if t.error_code == 0}
+        by_leader = _partitions_by_leader(metadata.values())
+        log_end, latest_failures = self.edge.list_offsets(by_leader, LATEST)
+        log_start, earliest_failures = self.edge.list_offsets(by_leader, EARLIEST)
+        failures += latest_failures + earliest_failures
+
+        now = self.clock()
+        for p in log_end:
+            if p.offset is not None:
+                self.history.record((p.topic, p.partition), now, p.offset)
+        self.history.retain((p.topic, p.partition) for p in log_end)
+
+        observation = PollObservation(
+            cluster=self.cluster,
+            agent=self.agent,
+            sequence=result.sequence,
+            started_at=started,
+            duration_seconds=now - started,
+            groups=groups,
+            described=described,
+            consumer_groups=consumer_groups,
+            offsets=offsets,
+            topics=metadata,
+            log_end=_by_key(log_end),
+            log_start=_by_key(log_start),
+            metadata=self.metadata,
+            failures=failures,
+            rebalances=self.rebalances.facts(g.group_id for g in groups),
+        )
+        result.snapshots = build_snapshots(observation, self.history, now)
+
+    def _metadata_due(self, now: float) -> bool:
+        refreshed = self.metadata.refreshed_at
+        return refreshed is None or now - refreshed >= self.metadata_interval
+
+    def _refresh_topic_list(self, now: float) -> None:
+        """Every topic name (to find Streams internal topics) and cluster-wide facts."""
+        everything = self.edge.topic_metadata(None)
+        offsets_topic = next((t for t in everything if t.name == OFFSETS_TOPIC), None)
+        self.metadata.refreshed_at = now
+        self.metadata.all_topics = tuple(sorted(t.name for t in everything if t.error_code == 0))
+        self.metadata.broker_count = len(self.edge.broker_ids())
+        self.metadata.offsets_topic_partitions = (
+            len(offsets_topic.leaders) if offsets_topic else None
+        )
+
+    def _refresh_topic_facts(self, topics: Sequence[str]) -> list[FailedRequest]:
+        """Configs and sizes on disk of the topics ksmon reports on, and broker limits."""
+        failures: list[FailedRequest] = []
+        brokers = self.edge.broker_ids()
+        try:
+            configs, message_max_bytes = self.edge.describe_configs(
+                topics, brokers[0] if brokers else None
+            )
+            self.metadata.topic_configs = configs
+            self.metadata.broker_message_max_bytes = message_max_bytes
+            offsets_config = configs.get(OFFSETS_TOPIC)
+            self.metadata.offsets_topic_max_message_bytes = (
+                offsets_config.max_message_bytes if offsets_config else None
+            )
+        except Exception as e:  # noqa: BLE001 - configs are optional facts; keep the last ones
+            name, text, retriable = describe_exception(e)
+            failures.append(FailedRequest("describe_configs", name, text, retriable))
+        sizes, size_failures = self.edge.log_dir_sizes(topics)
+        failures += size_failures
+        if sizes:
+            self.metadata.topic_sizes = sizes
+        return failures
+
+    def _topics_that_matter(
+        self,
+        groups: Sequence[ListedGroup],
+        described: dict[str, DescribedGroup],
+        offsets: dict[str, GroupOffsets],
+    ) -> set[str]:
+        topics = {c.topic for o in offsets.values() for c in o.offsets}
+        for d in described.values():
+            if d.protocol == "stream":
+                topics.update(streams_internal_topics(d.group_id, self.metadata.all_topics))
+        for g in groups:
+            if g.group_type == "streams":
+                topics.update(streams_internal_topics(g.group_id, self.metadata.all_topics))
+        # Partitions assigned but never committed still have log-end offsets worth knowing.
+
+        for d in described.values():
+            for m in d.members:
+                if m.assignment:
+                    decoded = decode_consumer_assignment(m.assignment)
+                    if not isinstance(decoded, DecodeError):
+                        topics.update(tp.topic for tp in decoded.partitions)
+        return topics
+
+
+def _by_coordinator(group_ids: Iterable[str], coordinators: dict[str, int]) -> dict[int, list[str]]:
+    grouped: dict[int, list[str]] = defaultdict(list)
+    for group_id in group_ids:
+        coordinator = coordinators.get(group_id)
+        if coordinator is not None:
+            grouped[coordinator].append(group_id)
+    return dict(grouped)
+
+
+def _partitions_by_leader(topics: Iterable[TopicMetadata]) -> dict[int, list[tuple[str, int]]]:
+    grouped: dict[int, list[tuple[str, int]]] = defaultdict(list)
+    for topic in topics:
+        for partition, leader in enumerate(topic.leaders):
+            if leader >= 0:
+                grouped[leader].append((topic.name, partition))
+    return dict(grouped)
+
+
+def _by_key(offsets: Sequence[PartitionOffset]) -> dict[tuple[str, int], PartitionOffset]:
+    return {(p.topic, p.partition): p for p in offsets}

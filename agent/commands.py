@@ -1,0 +1,186 @@
+"""The agent-side CLI commands as small functions: each returns data; cli.py prints."""
+
+import json
+import re
+import signal
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from agent.collect.kafka_edge import KafkaEdge
+from agent.collect.poller import ClusterPoller, GroupFilter
+from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
+from agent.errors import ConfigError, KsmonError
+from agent.model import MemberInfo, Snapshot
+from agent.runner import AgentRunner, agent_identity
+
+
+class GroupNotFoundError(KsmonError):
+    pass
+
+
+class ClusterUnreachableError(KsmonError):
+    retriable = True
+
+
+def check_config(path: Path) -> str:
+    return load_config(path).describe()
+
+
+def run_agent(config: Config) -> None:
+    """Run the daemon until SIGINT or SIGTERM."""
+    runner = AgentRunner(config)
+    done = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    runner.start()
+    try:
+        done.wait()
+    finally:
+        runner.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotTarget:
+    config: Config
+    cluster: ClusterConfig
+
+
+def snapshot_target(
+    config_path: Path | None, bootstrap: str | None, cluster: str | None
+) -> SnapshotTarget:
+    if config_path is not None:
+        config = load_config(config_path)
+    elif bootstrap is not None:
+        config = parse_config(
+            json.dumps({"clusters": [{"name": cluster or "cli", "bootstrap_servers": bootstrap}]}),
+            "--bootstrap",
+        )
+    else:
+        raise ConfigError("give --config FILE or --bootstrap host:port")
+    if cluster is None:
+        return SnapshotTarget(config, config.clusters[0])
+    matches = [c for c in config.clusters if c.name == cluster]
+    if not matches:
+        names = ", ".join(c.name for c in config.clusters)
+        raise ConfigError(f"--cluster {cluster}: no such cluster in the configuration ({names})")
+    return SnapshotTarget(config, matches[0])
+
+
+def take_snapshot(target: SnapshotTarget, group: str) -> Snapshot:
+    """One poll of one group, as the agent would ship it."""
+    cluster = target.cluster
+    settings = kafka_client_settings(cluster)
+    edge = KafkaEdge({**settings, "bootstrap_timeout_ms": int(cluster.poll.request_timeout * 1000)})
+    poller = ClusterPoller(
+        cluster.name,
+        agent_identity(target.config),
+        edge,
+        group_filter=GroupFilter(allow=(re.compile(re.escape(group)),)),
+    )
+    try:
+        result = poller.poll()
+    finally:
+        edge.close()
+    if not result.ok:
+        raise ClusterUnreachableError(
+            f"cannot poll cluster {cluster.name} ({','.join(cluster.bootstrap_servers)}): "
+            f"{result.error}"
+        )
+    if not result.snapshots:
+        raise GroupNotFoundError(
+            f"group {group!r} not found on cluster {cluster.name} "
+            f"({result.groups_listed} groups listed)"
+        )
+    return result.snapshots[0]
+
+
+def snapshot_table(snapshot: Snapshot) -> str:
+    """A readable rendering of one snapshot for a terminal."""
+    g = snapshot.group
+    rows: list[tuple[str, ...]]
+    lines = [
+        f"group {g.group_id} on cluster {snapshot.cluster}: {g.state}, type {g.group_type}, "
+        f"protocol {g.protocol or '-'}, coordinator {g.coordinator_id}, "
+        f"{len(snapshot.members)} members",
+    ]
+    if g.is_streams:
+        processes = sorted({m.streams.process_id for m in snapshot.members if m.streams})
+        lines.append(f"Kafka Streams application: {len(processes)} instances")
+        lines.append("")
+        rows = [("INSTANCE", "THREAD", "HOST", "ACTIVE TASKS", "STANDBY TASKS")]
+        for m in sorted(
+            snapshot.members,
+            key=lambda m: (
+                m.streams.process_id if m.streams else "",
+                m.streams.thread_index or 0 if m.streams else 0,
+            ),
+        ):
+            if m.streams is None:
+                rows.append(("?", "?", m.client_host, "(not decoded)", ""))
+                continue
+            rows.append(
+                (
+                    m.streams.process_id[:8],
+                    str(m.streams.thread_index or "?"),
+                    m.client_host,
+                    " ".join(t.task for t in m.streams.active_tasks) or "-",
+                    " ".join(t.task for t in m.streams.standby_tasks) or "-",
+                )
+            )
+        lines += _table(rows)
+    elif snapshot.members:
+        lines.append("")
+        rows = [("MEMBER", "CLIENT", "HOST", "PARTITIONS")]
+        for m in snapshot.members:
+            parts = " ".join(f"{p.topic}-{p.partition}" for p in m.assigned_partitions) or "-"
+            rows.append((m.member_id[-12:], m.client_id, m.client_host, parts))
+        lines += _table(rows)
+    lines.append("")
+    rows = [("TOPIC", "PARTITION", "COMMITTED", "LOG END", "LAG", "LAG SECONDS")]
+    for p in snapshot.partitions:
+        rows.append(
+            (
+                p.topic,
+                str(p.partition),
+                _num(p.committed_offset),
+                _num(p.log_end_offset),
+                _num(p.lag),
+                f"{p.lag_seconds:.1f}" if p.lag_seconds is not None else "-",
+            )
+        )
+    lines += _table(rows)
+    internal = [t for t in snapshot.topics if t.internal_kind]
+    if internal:
+        lines.append("")
+        rows = [("INTERNAL TOPIC", "KIND", "PARTITIONS", "CLEANUP", "SIZE")]
+        for t in internal:
+            size = f"{t.size_bytes / 1024**2:.1f} MiB" if t.size_bytes is not None else "-"
+            rows.append(
+                (t.name, t.internal_kind or "", str(t.partitions), t.cleanup_policy or "-", size)
+            )
+        lines += _table(rows)
+    for e in snapshot.errors:
+        lines.append(f"error while polling ({e.stage}): {e.error}: {e.message}")
+    return "\n".join(lines)
+
+
+def _instance_then_thread(member: MemberInfo) -> tuple[str, int]:
+    if member.streams is None:
+        return ("", 0)
+    return (member.streams.process_id, member.streams.thread_index or 0)
+
+
+def _num(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    ]

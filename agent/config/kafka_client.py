@@ -1,0 +1,34 @@
+"""A cluster's settings as kafka-python 3 client keyword arguments."""
+
+from agent.config.schema import ClusterConfig
+
+
+def kafka_client_settings(cluster: ClusterConfig) -> dict[str, object]:
+    """Keyword arguments for ``KafkaAdminClient``, ``KafkaConsumer`` or ``KafkaProducer``.
+
+    The one place where secrets are revealed: they go to the client, nowhere else.
+    Unset options are left out, so the client's own defaults apply (system CAs).
+    """
+    settings: dict[str, object] = {
+        "bootstrap_servers": list(cluster.bootstrap_servers),
+        "client_id": cluster.client_id,
+        "request_timeout_ms": max(1, round(cluster.poll.request_timeout * 1000)),
+        "security_protocol": cluster.security.protocol,
+    }
+    tls = cluster.security.tls
+    if tls is not None:
+        settings["ssl_check_hostname"] = tls.check_hostname
+        if tls.ca_file is not None:
+            settings["ssl_cafile"] = str(tls.ca_file)
+        if tls.cert_file is not None:
+            settings["ssl_certfile"] = str(tls.cert_file)
+        if tls.key_file is not None:
+            settings["ssl_keyfile"] = str(tls.key_file)
+        if tls.key_password is not None:
+            settings["ssl_password"] = tls.key_password.reveal()
+    sasl = cluster.security.sasl
+    if sasl is not None:
+        settings["sasl_mechanism"] = sasl.mechanism
+        settings["sasl_plain_username"] = sasl.username
+        settings["sasl_plain_password"] = sasl.password.reveal()
+    return settings

@@ -1,0 +1,279 @@
+"""YAML file -> ``Config``: each section read in schema order, then the rules that span keys.
+
+The first problem found ends the load with one ``ConfigFileError`` naming the
+key's path: a person fixes one thing at a time. Within a mapping, misspelt
+keys are reported before values, so a typo is not mistaken for a default.
+"""
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from agent.config.location import ConfigFileError, Place
+from agent.config.reader import Section
+from agent.config.schema import (
+    AGENT_MODES,
+    COMPRESSIONS,
+    LAG_GRANULARITIES,
+    LOG_FORMATS,
+    LOG_LEVELS,
+    SASL_MECHANISMS,
+    SASL_PROTOCOLS,
+    SECURITY_PROTOCOLS,
+    SINK_TYPES,
+    TLS_PROTOCOLS,
+    AgentConfig,
+    ClusterConfig,
+    Config,
+    ExpositionConfig,
+    GroupsConfig,
+    HttpConfig,
+    KafkaSinkConfig,
+    LoggingConfig,
+    OffsetsTopicConfig,
+    PollConfig,
+    SaslConfig,
+    SecurityConfig,
+    SinkConfig,
+    SpoolSinkConfig,
+    TlsConfig,
+)
+from agent.config.values import format_duration, format_size
+from agent.config.yaml_source import load_yaml
+
+_CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def load_config(path: Path, env: Mapping[str, str] = os.environ) -> Config:
+    """Read and validate the config file at ``path``; ``ConfigError`` names what is wrong."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigFileError(str(path), f"cannot read the config file: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigFileError(str(path), "the config file is not UTF-8 text") from None
+    return parse_config(text, str(path), env)
+
+
+def parse_config(text: str, source: str, env: Mapping[str, str] = os.environ) -> Config:
+    """Validate config ``text``; ``source`` names it in errors, ``env`` serves ``{env: VAR}``.
+
+    >>> config = parse_config("clusters: [{name: dev, bootstrap_servers: 'k:9092'}]", "x", {})
+    >>> config.clusters[0].bootstrap_servers, config.clusters[0].poll.offsets_interval
+    (('k:9092',), 10.0)
+    """
+    document = load_yaml(text, source)
+    if document is None:
+        raise ConfigFileError(source, "the file is empty; it needs at least a clusters: list")
+    return _read_config(Section(Place(source, line=1), document, Config, env))
+
+
+def _read_config(top: Section) -> Config:
+    agent = _read_agent(top.section("agent", AgentConfig))
+    http = HttpConfig(listen=top.section("http", HttpConfig).host_port("listen"))
+    logging = _read_logging(top.section("logging", LoggingConfig))
+    clusters = _read_clusters(top)
+    return Config(
+        agent=agent,
+        http=http,
+        logging=logging,
+        clusters=clusters,
+        sink=_read_sink(top.section("sink", SinkConfig), clusters),
+        exposition=_read_exposition(top.section("exposition", ExpositionConfig)),
+    )
+
+
+def _read_agent(s: Section) -> AgentConfig:
+    # In Kubernetes the Downward API's POD_NAME names the agent; elsewhere the host does.
+    default_id = s.env.get("POD_NAME") or AgentConfig().id
+    return AgentConfig(id=s.text("id", default=default_id), mode=s.choice("mode", AGENT_MODES))
+
+
+def _read_logging(s: Section) -> LoggingConfig:
+    return LoggingConfig(
+        format=s.choice("format", LOG_FORMATS), level=s.choice("level", LOG_LEVELS)
+    )
+
+
+def _read_clusters(top: Section) -> tuple[ClusterConfig, ...]:
+    clusters: list[ClusterConfig] = []
+    first_of: dict[str, str] = {}
+    for s in top.sections("clusters", ClusterConfig, what="cluster"):
+        cluster = _read_cluster(s)
+        if cluster.name in first_of:
+            raise s.fail(
+                "name", f"duplicate cluster name {cluster.name!r} (also {first_of[cluster.name]})"
+            )
+        first_of[cluster.name] = s.at("name").path
+        clusters.append(cluster)
+    return tuple(clusters)
+
+
+def _read_cluster(s: Section) -> ClusterConfig:
+    name = s.text("name", expected="a cluster name such as prod-eu")
+    if not _CLUSTER_NAME.fullmatch(name):
+        raise s.fail(
+            "name",
+            "must be lowercase letters, digits, '_', '.' or '-', starting with a letter "
+            f"or digit (it becomes the kafka_cluster label), got {name!r}",
+        )
+    return ClusterConfig(
+        name=name,
+        bootstrap_servers=tuple(str(server) for server in s.host_ports("bootstrap_servers")),
+        client_id=s.text("client_id"),
+        security=_read_security(s.section("security", SecurityConfig)),
+        groups=_read_groups(s.section("groups", GroupsConfig)),
+        poll=_read_poll(s.section("poll", PollConfig)),
+        offsets_topic=OffsetsTopicConfig(
+            read=s.section("offsets_topic", OffsetsTopicConfig).boolean("read")
+        ),
+    )
+
+
+def _read_security(s: Section) -> SecurityConfig:
+    protocol = s.choice("protocol", SECURITY_PROTOCOLS)
+    named = f"protocol is {protocol}" + ("" if s.has("protocol") else " (the default)")
+    if s.has("tls") and protocol not in TLS_PROTOCOLS:
+        raise s.fail("tls", f"only used with protocol SSL or SASL_SSL, but {named}")
+    if s.has("sasl") and protocol not in SASL_PROTOCOLS:
+        raise s.fail("sasl", f"only used with protocol SASL_PLAINTEXT or SASL_SSL, but {named}")
+    if protocol in SASL_PROTOCOLS and not s.has("sasl"):
+        raise s.fail("sasl", f"required with protocol {protocol} (mechanism, username, password)")
+    return SecurityConfig(
+        protocol=protocol,
+        tls=_read_tls(s.section("tls", TlsConfig)) if protocol in TLS_PROTOCOLS else None,
+        sasl=_read_sasl(s.section("sasl", SaslConfig)) if protocol in SASL_PROTOCOLS else None,
+    )
+
+
+def _read_tls(s: Section) -> TlsConfig:
+    tls = TlsConfig(
+        ca_file=s.optional_path("ca_file"),
+        cert_file=s.optional_path("cert_file"),
+        key_file=s.optional_path("key_file"),
+        key_password=s.secret("key_password"),
+        check_hostname=s.boolean("check_hostname"),
+    )
+    if tls.cert_file is not None and tls.key_file is None:
+        raise s.fail("cert_file", "needs key_file too (the client certificate's private key)")
+    if tls.key_file is not None and tls.cert_file is None:
+        raise s.fail("key_file", "needs cert_file too (the client certificate)")
+    if tls.key_password is not None and tls.key_file is None:
+        raise s.fail("key_password", "only used with key_file (it decrypts that key)")
+    return tls
+
+
+def _read_sasl(s: Section) -> SaslConfig:
+    mechanism = s.choice("mechanism", SASL_MECHANISMS)
+    username = s.text("username")
+    password = s.secret("password")
+    if password is None:
+        raise s.fail("password", "required key missing; expected text, {env: VAR} or {file: PATH}")
+    return SaslConfig(mechanism=mechanism, username=username, password=password)
+
+
+def _read_groups(s: Section) -> GroupsConfig:
+    groups = GroupsConfig(allow=s.patterns("allow"), deny=s.patterns("deny"))
+    if not groups.allow:
+        raise s.fail("allow", "must list at least one regular expression ('.*' for every group)")
+    return groups
+
+
+def _read_poll(s: Section) -> PollConfig:
+    poll = PollConfig(
+        offsets_interval=s.duration("offsets_interval"),
+        metadata_interval=s.duration("metadata_interval"),
+        request_timeout=s.duration("request_timeout"),
+    )
+    if poll.metadata_interval < poll.offsets_interval:
+        metadata, offsets = (
+            format_duration(poll.metadata_interval),
+            format_duration(poll.offsets_interval),
+        )
+        if s.has("metadata_interval"):
+            raise s.fail(
+                "metadata_interval",
+                f"must be at least offsets_interval ({offsets}), got {metadata}",
+            )
+        raise s.fail(
+            "offsets_interval",
+            f"must be at most metadata_interval ({metadata}, the default), got {offsets}",
+        )
+    return poll
+
+
+def _read_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> SinkConfig:
+    kind = s.choice("type", SINK_TYPES)
+    # A section for another type is still checked, so switching type later holds no surprise.
+    kafka = _read_kafka_sink(s.section("kafka", KafkaSinkConfig), clusters)
+    spool = _read_spool_sink(s.section("spool", SpoolSinkConfig), needed=kind == "spool")
+    return SinkConfig(
+        type=kind,
+        kafka=kafka if kind == "kafka" else None,
+        spool=spool if kind == "spool" else None,
+    )
+
+
+def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSinkConfig:
+    names = [c.name for c in clusters]
+    cluster = s.text("cluster", default=names[0])
+    if cluster not in names:
+        raise s.fail(
+            "cluster", f"must name a configured cluster ({', '.join(names)}), got {cluster!r}"
+        )
+    topic = s.text("topic")
+    if not _TOPIC_NAME.fullmatch(topic) or topic in {".", ".."}:
+        raise s.fail(
+            "topic",
+            f"must be a Kafka topic name (up to 249 letters, digits, '.', '_', '-'), got {topic!r}",
+        )
+    return KafkaSinkConfig(
+        cluster=cluster,
+        topic=topic,
+        create_topic=s.boolean("create_topic"),
+        partitions=s.integer("partitions", minimum=1),
+        replication_factor=_replication_factor(s),
+        compression=s.choice("compression", COMPRESSIONS),
+        buffer_max_snapshots=s.integer("buffer_max_snapshots", minimum=1),
+        max_message_bytes=s.size("max_message_bytes"),
+    )
+
+
+def _replication_factor(s: Section) -> int:
+    rule = "must be -1 (the broker's default) or at least 1"
+    factor = s.integer("replication_factor", minimum=-1, rule=rule)
+    if factor == 0:
+        raise s.fail("replication_factor", f"{rule}, got 0")
+    return factor
+
+
+def _read_spool_sink(s: Section, *, needed: bool) -> SpoolSinkConfig | None:
+    directory = s.optional_path("directory")
+    rotate_bytes = s.size("rotate_bytes")
+    rotate_interval = s.duration("rotate_interval")
+    max_bytes = s.size("max_bytes")
+    if max_bytes < rotate_bytes:
+        raise s.fail(
+            "max_bytes" if s.has("max_bytes") else "rotate_bytes",
+            f"max_bytes ({format_size(max_bytes)}) must be at least rotate_bytes "
+            f"({format_size(rotate_bytes)}): a full file must fit",
+        )
+    if directory is None:
+        if needed:
+            raise s.fail("directory", "required key missing when sink.type is spool")
+        return None
+    return SpoolSinkConfig(
+        directory=directory,
+        rotate_bytes=rotate_bytes,
+        rotate_interval=rotate_interval,
+        max_bytes=max_bytes,
+    )
+
+
+def _read_exposition(s: Section) -> ExpositionConfig:
+    return ExpositionConfig(
+        lag_granularity=s.choice("lag_granularity", LAG_GRANULARITIES),
+        lag_history=s.duration("lag_history"),
+    )

@@ -1,0 +1,230 @@
+"""The settings, as frozen dataclasses: one class per YAML section, one field per key.
+
+Field names are the YAML keys and field defaults are the documented defaults;
+the reader rejects any key that is not a field. Durations are float seconds,
+sizes int bytes. To add a section (``sidecar:`` for instance): a dataclass
+here, a field on ``Config``, one reading function in ``load.py``, and its keys
+in ``docs/reference-config.yaml`` (a test walks this tree and insists).
+"""
+
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+from agent.config.values import HostPort, Secret, format_duration, format_size
+
+AgentMode = Literal["central", "sidecar"]
+LogFormat = Literal["json", "text"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SinkType = Literal["kafka", "spool", "none"]
+Compression = Literal["none", "gzip"]  # the codecs kafka-python needs no extra package for
+LagGranularity = Literal["partition", "topic"]
+
+AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
+LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
+LOG_LEVELS: tuple[LogLevel, ...] = get_args(LogLevel)
+SECURITY_PROTOCOLS: tuple[SecurityProtocol, ...] = get_args(SecurityProtocol)
+SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
+SINK_TYPES: tuple[SinkType, ...] = get_args(SinkType)
+COMPRESSIONS: tuple[Compression, ...] = get_args(Compression)
+LAG_GRANULARITIES: tuple[LagGranularity, ...] = get_args(LagGranularity)
+
+TLS_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SSL", "SASL_SSL")
+SASL_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SASL_PLAINTEXT", "SASL_SSL")
+
+
+# Every interface: the endpoint is there to be scraped from outside the pod.
+DEFAULT_LISTEN = HostPort("0.0.0.0", 8479)  # noqa: S104
+
+
+def _host_name() -> str:
+    return socket.gethostname() or "ksmon"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    id: str = field(default_factory=_host_name)
+    mode: AgentMode = "central"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpConfig:
+    listen: HostPort = DEFAULT_LISTEN
+
+    @property
+    def host(self) -> str:
+        return self.listen.host
+
+    @property
+    def port(self) -> int:
+        return self.listen.port
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LoggingConfig:
+    format: LogFormat = "json"
+    level: LogLevel = "info"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsConfig:
+    ca_file: Path | None = None  # None: the system's CAs
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    key_password: Secret | None = None
+    check_hostname: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SaslConfig:
+    mechanism: SaslMechanism
+    username: str
+    password: Secret
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SecurityConfig:
+    protocol: SecurityProtocol = "PLAINTEXT"
+    tls: TlsConfig | None = None  # set exactly when the protocol is SSL or SASL_SSL
+    sasl: SaslConfig | None = None  # set exactly when the protocol is SASL_*
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupsConfig:
+    """Which consumer groups to watch: full matches; deny wins over allow."""
+
+    allow: tuple[re.Pattern[str], ...] = (re.compile(".*"),)
+    deny: tuple[re.Pattern[str], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PollConfig:
+    offsets_interval: float = 10.0
+    metadata_interval: float = 60.0
+    request_timeout: float = 30.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetsTopicConfig:
+    read: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterConfig:
+    name: str  # the kafka_cluster label
+    bootstrap_servers: tuple[str, ...]  # validated host:port, IPv6 hosts in brackets
+    client_id: str = "ksmon"
+    security: SecurityConfig = SecurityConfig()
+    groups: GroupsConfig = GroupsConfig()
+    poll: PollConfig = PollConfig()
+    offsets_topic: OffsetsTopicConfig = OffsetsTopicConfig()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaSinkConfig:
+    cluster: str  # a configured cluster's name; the loader defaults it to the first one
+    topic: str = "ksmon.snapshots"
+    create_topic: bool = True
+    partitions: int = 6
+    replication_factor: int = -1  # -1: the broker's default
+    compression: Compression = "gzip"
+    buffer_max_snapshots: int = 10_000
+    max_message_bytes: int = 8 * 2**20
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpoolSinkConfig:
+    directory: Path
+    rotate_bytes: int = 64 * 2**20
+    rotate_interval: float = 300.0
+    max_bytes: int = 2**30
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SinkConfig:
+    type: SinkType = "kafka"
+    # Only the section of the chosen type is kept; the other, if written, was validated.
+    kafka: KafkaSinkConfig | None = None
+    spool: SpoolSinkConfig | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpositionConfig:
+    lag_granularity: LagGranularity = "partition"
+    lag_history: float = 1800.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    http: HttpConfig = HttpConfig()
+    logging: LoggingConfig = LoggingConfig()
+    clusters: tuple[ClusterConfig, ...]
+    sink: SinkConfig = SinkConfig()
+    exposition: ExpositionConfig = ExpositionConfig()
+
+    def cluster(self, name: str) -> ClusterConfig:
+        """The cluster called ``name``; KeyError if none is."""
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        raise KeyError(name)
+
+    def describe(self) -> str:
+        """A summary for a person, one line per cluster; it never contains a secret."""
+        lines = [
+            f"agent {self.agent.id} ({self.agent.mode}): metrics on {self.http.listen}, "
+            f"lag per {self.exposition.lag_granularity} over "
+            f"{format_duration(self.exposition.lag_history)}, "
+            f"logs {self.logging.format} at {self.logging.level}"
+        ]
+        lines += [_describe_cluster(cluster) for cluster in self.clusters]
+        lines.append(f"snapshots: {_describe_sink(self.sink)}")
+        return "\n".join(lines)
+
+
+def _describe_cluster(cluster: ClusterConfig) -> str:
+    security = cluster.security
+    connection: str = security.protocol
+    if security.sasl is not None:
+        sasl = security.sasl
+        connection += f" {sasl.mechanism} as {sasl.username} (password from {sasl.password.origin})"
+    if security.tls is not None:
+        tls = security.tls
+        connection += f", CA {tls.ca_file or 'system'}"
+        if tls.cert_file is not None:
+            connection += f", client certificate {tls.cert_file}"
+        if not tls.check_hostname:
+            connection += ", host names NOT checked"
+    groups = " ".join(p.pattern for p in cluster.groups.allow)
+    if cluster.groups.deny:
+        groups += " except " + " ".join(p.pattern for p in cluster.groups.deny)
+    poll = cluster.poll
+    offsets_topic = "reads" if cluster.offsets_topic.read else "does not read"
+    return (
+        f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)} over {connection}; "
+        f"groups {groups}; offsets every {format_duration(poll.offsets_interval)}, "
+        f"metadata every {format_duration(poll.metadata_interval)}; "
+        f"{offsets_topic} __consumer_offsets"
+    )
+
+
+def _describe_sink(sink: SinkConfig) -> str:
+    if sink.kafka is not None:
+        kafka = sink.kafka
+        return (
+            f"Kafka topic {kafka.topic} on cluster {kafka.cluster} "
+            f"({kafka.compression}, up to {kafka.buffer_max_snapshots} buffered)"
+        )
+    if sink.spool is not None:
+        spool = sink.spool
+        return (
+            f"spool directory {spool.directory} (new file every "
+            f"{format_size(spool.rotate_bytes)} or {format_duration(spool.rotate_interval)}, "
+            f"{format_size(spool.max_bytes)} kept)"
+        )
+    return "not shipped (sink type none)"

@@ -1,0 +1,1 @@
+"""Prometheus exposition: collectors over state already computed, and the HTTP server."""

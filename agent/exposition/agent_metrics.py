@@ -1,0 +1,466 @@
+"""The agent's Prometheus metrics, built fresh from ``AgentState`` on every scrape.
+
+Names and labels are a contract (``docs/metrics.md``, frozen by golden tests).
+Member ids, client ids and hosts change with every rebalance, so they appear
+only on ``*_assignment_info`` series, never on lag series.
+"""
+
+import platform
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from agent import __version__
+from agent.exposition.agent_state import AgentState, ClusterStatus
+from agent.model import PartitionInfo, Snapshot
+from agent.transport.sink import SinkStats
+
+LagGranularity = Literal["partition", "topic"]
+
+
+class AgentCollector(Collector):
+    def __init__(
+        self,
+        state: AgentState,
+        *,
+        agent_id: str,
+        mode: str,
+        lag_granularity: LagGranularity = "partition",
+    ) -> None:
+        self.state = state
+        self.agent_id = agent_id
+        self.mode = mode
+        self.lag_granularity = lag_granularity
+
+    def collect(self) -> Iterator[Metric]:
+        view = self.state.view()
+        yield from self._self_health(view.clusters)
+        yield from _offsets_readers(view.offsets_readers)
+        yield from self._sinks(view.sinks)
+        snapshots = [s for c in view.clusters for s in c.snapshots]
+        yield from _groups(snapshots)
+        yield from _partitions(snapshots, self.lag_granularity)
+        yield from _streams(snapshots)
+
+    def _self_health(self, clusters: Iterable[ClusterStatus]) -> Iterator[Metric]:
+        build = GaugeMetricFamily(
+            "ksmon_build_info", "ksmon's version, always 1.", labels=["version", "python_version"]
+        )
+        build.add_metric([__version__, platform.python_version()], 1)
+        yield build
+        agent = GaugeMetricFamily(
+            "ksmon_agent_info",
+            "This agent's identity and mode, always 1.",
+            labels=["agent_id", "mode"],
+        )
+        agent.add_metric([self.agent_id, self.mode], 1)
+        yield agent
+
+        up = _gauge(
+            "ksmon_kafka_up",
+            "1 if the last poll of the cluster reached it, else 0.",
+            ["kafka_cluster"],
+        )
+        last = _gauge(
+            "ksmon_poll_last_success_timestamp_seconds",
+            "When the last successful poll of the cluster started (Unix time).",
+            ["kafka_cluster"],
+        )
+        duration = _gauge(
+            "ksmon_poll_duration_seconds",
+            "How long the last poll of the cluster took.",
+            ["kafka_cluster"],
+        )
+        polls = CounterMetricFamily(
+            "ksmon_polls",
+            "Polls of the cluster, by result (ok, failed).",
+            labels=["kafka_cluster", "result"],
+        )
+        requests = CounterMetricFamily(
+            "ksmon_kafka_requests",
+            "Kafka protocol requests the agent sent, by API.",
+            labels=["kafka_cluster", "api"],
+        )
+        errors = CounterMetricFamily(
+            "ksmon_poll_errors",
+            "Errors met while polling, by stage and error type (one per affected group and poll).",
+            labels=["kafka_cluster", "stage", "error"],
+        )
+        groups = _gauge("ksmon_groups", "Groups watched in the last poll.", ["kafka_cluster"])
+        for c in clusters:
+            up.add_metric([c.cluster], 1 if c.up else 0)
+            if c.last_success_at is not None:
+                last.add_metric([c.cluster], c.last_success_at)
+            if c.last_duration_seconds is not None:
+                duration.add_metric([c.cluster], c.last_duration_seconds)
+            polls.add_metric([c.cluster, "ok"], c.polls_ok)
+            polls.add_metric([c.cluster, "failed"], c.polls_failed)
+            for api, count in sorted(c.requests_total.items()):
+                requests.add_metric([c.cluster, api], count)
+            for (stage, error), count in sorted(c.poll_errors_total.items()):
+                errors.add_metric([c.cluster, stage, error], count)
+            groups.add_metric([c.cluster], c.groups)
+        yield from (up, last, duration, polls, requests, errors, groups)
+
+    def _sinks(self, sinks: Iterable[SinkStats]) -> Iterator[Metric]:
+        sent = CounterMetricFamily(
+            "ksmon_snapshots_sent", "Snapshots delivered by the sink.", labels=["sink"]
+        )
+        dropped = CounterMetricFamily(
+            "ksmon_snapshots_dropped",
+            "Snapshots given up on (buffer overflow while the sink is down, spool retention).",
+            labels=["sink"],
+        )
+        errors = CounterMetricFamily(
+            "ksmon_snapshot_sink_errors", "Errors while delivering snapshots.", labels=["sink"]
+        )
+        buffered = _gauge(
+            "ksmon_snapshot_buffer_records", "Snapshots accepted but not yet delivered.", ["sink"]
+        )
+        last = _gauge(
+            "ksmon_snapshot_sink_last_success_timestamp_seconds",
+            "When the sink last delivered a snapshot (Unix time).",
+            ["sink"],
+        )
+        for s in sinks:
+            sent.add_metric([s.kind], s.sent)
+            dropped.add_metric([s.kind], s.dropped)
+            errors.add_metric([s.kind], s.errors)
+            buffered.add_metric([s.kind], s.buffered)
+            if s.last_success_timestamp is not None:
+                last.add_metric([s.kind], s.last_success_timestamp)
+        yield from (sent, dropped, errors, buffered, last)
+
+
+def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=labels)
+
+
+def _offsets_readers(readers: dict[str, bool]) -> Iterator[Metric]:
+    up = _gauge(
+        "ksmon_offsets_topic_reader_up",
+        "1 while the agent tails __consumer_offsets for exact rebalance facts, 0 when it cannot "
+        "(no READ permission, or the cluster is down); only clusters configured to read it.",
+        ["kafka_cluster"],
+    )
+    for cluster, running in sorted(readers.items()):
+        up.add_metric([cluster], 1 if running else 0)
+    yield up
+
+
+def _groups(snapshots: list[Snapshot]) -> Iterator[Metric]:
+    info = _gauge(
+        "ksmon_group_info",
+        "A watched consumer group and its kind, always 1.",
+        ["kafka_cluster", "group", "group_type", "protocol_type", "protocol", "streams"],
+    )
+    state = _gauge(
+        "ksmon_group_state",
+        "The group's current state (Stable, PreparingRebalance, Empty, ...), always 1.",
+        ["kafka_cluster", "group", "state"],
+    )
+    members = _gauge("ksmon_group_members", "Members in the group.", ["kafka_cluster", "group"])
+    lag = _gauge(
+        "ksmon_group_lag",
+        "Records not yet consumed, summed over the group's partitions with a committed offset.",
+        ["kafka_cluster", "group"],
+    )
+    lag_seconds = _gauge(
+        "ksmon_group_lag_seconds",
+        "The largest lag in seconds over the group's partitions.",
+        ["kafka_cluster", "group"],
+    )
+    generation = _gauge(
+        "ksmon_group_generation",
+        "The classic group's generation, from __consumer_offsets (when the agent may read it).",
+        ["kafka_cluster", "group"],
+    )
+    epoch = _gauge(
+        "ksmon_group_epoch",
+        "The group epoch of a KIP-848 consumer group (it grows with every membership change).",
+        ["kafka_cluster", "group"],
+    )
+    metadata_bytes = _gauge(
+        "ksmon_group_metadata_bytes",
+        "Bytes of member subscriptions and assignments the coordinator stores for the group.",
+        ["kafka_cluster", "group"],
+    )
+    decode_errors = _gauge(
+        "ksmon_group_decode_errors",
+        "Member metadata blobs in the last poll that did not decode.",
+        ["kafka_cluster", "group"],
+    )
+    for s in snapshots:
+        g = s.group
+        key = [s.cluster, g.group_id]
+        info.add_metric(
+            [
+                *key,
+                g.group_type,
+                g.protocol_type,
+                g.protocol or "",
+                "true" if g.is_streams else "false",
+            ],
+            1,
+        )
+        state.add_metric([*key, g.state], 1)
+        members.add_metric(key, len(s.members))
+        lags = [p.lag for p in s.partitions if p.lag is not None]
+        if lags:
+            lag.add_metric(key, sum(lags))
+        seconds = [p.lag_seconds for p in s.partitions if p.lag_seconds is not None]
+        if seconds:
+            lag_seconds.add_metric(key, max(seconds))
+        if g.generation is not None:
+            generation.add_metric(key, g.generation)
+        if g.group_epoch is not None:
+            epoch.add_metric(key, g.group_epoch)
+        metadata_bytes.add_metric(
+            key, sum(m.subscription_bytes + m.assignment_bytes for m in s.members)
+        )
+        decode_errors.add_metric(key, sum(len(m.decode_errors) for m in s.members))
+    yield from (info, state, members, lag, lag_seconds, generation, epoch)
+    yield from (metadata_bytes, decode_errors)
+
+
+def _partitions(snapshots: list[Snapshot], granularity: LagGranularity) -> Iterator[Metric]:
+    if granularity == "topic":
+        yield from _topic_lag(snapshots)
+    else:
+        yield from _partition_lag(snapshots)
+    end = _gauge(
+        "ksmon_partition_log_end_offset",
+        "The partition's log-end offset (the offset the next record will get).",
+        ["kafka_cluster", "topic", "partition"],
+    )
+    start = _gauge(
+        "ksmon_partition_log_start_offset",
+        "The partition's earliest available offset.",
+        ["kafka_cluster", "topic", "partition"],
+    )
+    seen: set[tuple[str, str, int]] = set()
+    for s in snapshots:
+        for p in s.partitions:
+            key = (s.cluster, p.topic, p.partition)
+            if key in seen:
+                continue
+            seen.add(key)
+            labels = [s.cluster, p.topic, str(p.partition)]
+            if p.log_end_offset is not None:
+                end.add_metric(labels, p.log_end_offset)
+            if p.log_start_offset is not None:
+                start.add_metric(labels, p.log_start_offset)
+    yield from (end, start)
+
+
+def _partition_lag(snapshots: list[Snapshot]) -> Iterator[Metric]:
+    labels = ["kafka_cluster", "group", "topic", "partition"]
+    lag = _gauge(
+        "ksmon_partition_lag", "Records not yet consumed by the group on the partition.", labels
+    )
+    seconds = _gauge(
+        "ksmon_partition_lag_seconds",
+        "How long ago the group's first unconsumed record on the partition was appended "
+        "(interpolated from log-end offsets; 0 when caught up).",
+        labels,
+    )
+    committed = _gauge("ksmon_partition_committed_offset", "The group's committed offset.", labels)
+    owner = _gauge(
+        "ksmon_partition_assignment_info",
+        "Which member holds the partition, always 1.",
+        [*labels, "member_id", "client_id", "host"],
+    )
+    for s in snapshots:
+        members = {m.member_id: m for m in s.members}
+        for p in s.partitions:
+            key = [s.cluster, s.group.group_id, p.topic, str(p.partition)]
+            _add_partition(lag, seconds, committed, key, p)
+            member = members.get(p.owner_member_id or "")
+            if member is not None:
+                owner.add_metric([*key, member.member_id, member.client_id, member.client_host], 1)
+    yield from (lag, seconds, committed, owner)
+
+
+def _add_partition(
+    lag: GaugeMetricFamily,
+    seconds: GaugeMetricFamily,
+    committed: GaugeMetricFamily,
+    key: list[str],
+    p: PartitionInfo,
+) -> None:
+    if p.lag is not None:
+        lag.add_metric(key, p.lag)
+    if p.lag_seconds is not None:
+        seconds.add_metric(key, p.lag_seconds)
+    if p.committed_offset is not None:
+        committed.add_metric(key, p.committed_offset)
+
+
+def _topic_lag(snapshots: list[Snapshot]) -> Iterator[Metric]:
+    labels = ["kafka_cluster", "group", "topic"]
+    lag = _gauge(
+        "ksmon_topic_lag", "Records not yet consumed by the group, summed over the topic.", labels
+    )
+    seconds = _gauge(
+        "ksmon_topic_lag_seconds", "The largest lag in seconds over the topic's partitions.", labels
+    )
+    for s in snapshots:
+        sums: dict[str, int] = defaultdict(int)
+        maxima: dict[str, float] = {}
+        for p in s.partitions:
+            if p.lag is not None:
+                sums[p.topic] += p.lag
+            if p.lag_seconds is not None:
+                maxima[p.topic] = max(maxima.get(p.topic, 0.0), p.lag_seconds)
+        for topic, total in sorted(sums.items()):
+            lag.add_metric([s.cluster, s.group.group_id, topic], total)
+        for topic, worst in sorted(maxima.items()):
+            seconds.add_metric([s.cluster, s.group.group_id, topic], worst)
+    yield from (lag, seconds)
+
+
+SHUTDOWN_REQUESTED = 4  # Kafka Streams' AssignorError code
+
+
+@dataclass(frozen=True, slots=True)
+class _StreamsFamilies:
+    instances: GaugeMetricFamily
+    threads: GaugeMetricFamily
+    instance_info: GaugeMetricFamily
+    tasks: GaugeMetricFamily
+    assignment: GaugeMetricFamily
+    shutdown: GaugeMetricFamily
+    probing: GaugeMetricFamily
+    topic_partitions: GaugeMetricFamily
+    topic_size: GaugeMetricFamily
+
+
+def _add_streams_group(f: _StreamsFamilies, s: Snapshot) -> None:
+    key = [s.cluster, s.group.group_id]
+    per_process: dict[str, int] = defaultdict(int)
+    hosts: dict[str, tuple[str, str]] = {}
+    counts: dict[tuple[str, str], int] = defaultdict(int)
+    requested = 0
+    next_rebalance: list[int] = []
+    for m in s.members:
+        st = m.streams
+        if st is None:
+            continue
+        per_process[st.process_id] += 1
+        hosts.setdefault(st.process_id, (m.client_host, st.endpoint or ""))
+        thread = str(st.thread_index) if st.thread_index is not None else ""
+        for kind, task_list in (("active", st.active_tasks), ("standby", st.standby_tasks)):
+            counts[(st.process_id, kind)] += len(task_list)
+            for t in task_list:
+                f.assignment.add_metric(
+                    [
+                        *key,
+                        t.task,
+                        kind,
+                        st.process_id,
+                        thread,
+                        m.member_id,
+                        m.client_id,
+                        m.client_host,
+                    ],
+                    1,
+                )
+        if SHUTDOWN_REQUESTED in (st.subscription_error_code, st.assignment_error_code):
+            requested = 1
+        if st.next_rebalance_ms is not None and st.next_rebalance_ms > 0:
+            next_rebalance.append(st.next_rebalance_ms)
+    f.instances.add_metric(key, len(per_process))
+    for process, thread_count in sorted(per_process.items()):
+        f.threads.add_metric([*key, process], thread_count)
+        host, endpoint = hosts[process]
+        f.instance_info.add_metric([*key, process, host, endpoint], 1)
+        for kind in ("active", "standby"):
+            f.tasks.add_metric([*key, process, kind], counts[(process, kind)])
+    f.shutdown.add_metric(key, requested)
+    if next_rebalance:
+        f.probing.add_metric(key, min(next_rebalance) / 1000)
+    for topic in s.topics:
+        if topic.internal_kind is None:
+            continue
+        topic_key = [*key, topic.name, topic.internal_kind]
+        f.topic_partitions.add_metric(topic_key, topic.partitions)
+        if topic.size_bytes is not None:
+            f.topic_size.add_metric(topic_key, topic.size_bytes)
+
+
+def _streams(snapshots: list[Snapshot]) -> Iterator[Metric]:
+    instances = _gauge(
+        "ksmon_streams_instances",
+        "Kafka Streams instances (distinct process ids) in the application's group.",
+        ["kafka_cluster", "group"],
+    )
+    threads = _gauge(
+        "ksmon_streams_instance_threads",
+        "Stream threads (group members) of one Kafka Streams instance.",
+        ["kafka_cluster", "group", "process"],
+    )
+    instance_info = _gauge(
+        "ksmon_streams_instance_info",
+        "Where a Kafka Streams instance runs, always 1.",
+        ["kafka_cluster", "group", "process", "host", "endpoint"],
+    )
+    tasks = _gauge(
+        "ksmon_streams_instance_tasks",
+        "Tasks assigned to one Kafka Streams instance, by kind (active, standby).",
+        ["kafka_cluster", "group", "process", "kind"],
+    )
+    assignment = _gauge(
+        "ksmon_streams_task_assignment_info",
+        "Which stream thread of which instance holds a task, always 1.",
+        [
+            "kafka_cluster",
+            "group",
+            "task",
+            "kind",
+            "process",
+            "thread",
+            "member_id",
+            "client_id",
+            "host",
+        ],
+    )
+    shutdown = _gauge(
+        "ksmon_streams_shutdown_requested",
+        "1 if a member's Streams metadata carries a shutdown request (error code 4), else 0.",
+        ["kafka_cluster", "group"],
+    )
+    probing = _gauge(
+        "ksmon_streams_next_rebalance_timestamp_seconds",
+        "When the next scheduled (KIP-441 probing) rebalance is due, if one is scheduled.",
+        ["kafka_cluster", "group"],
+    )
+    topic_partitions = _gauge(
+        "ksmon_streams_internal_topic_partitions",
+        "Partitions of the application's internal topics (repartition, changelog, ...).",
+        ["kafka_cluster", "group", "topic", "kind"],
+    )
+    topic_size = _gauge(
+        "ksmon_streams_internal_topic_size_bytes",
+        "Bytes on disk of the application's internal topics, over all replicas.",
+        ["kafka_cluster", "group", "topic", "kind"],
+    )
+    families = _StreamsFamilies(
+        instances,
+        threads,
+        instance_info,
+        tasks,
+        assignment,
+        shutdown,
+        probing,
+        topic_partitions,
+        topic_size,
+    )
+    for s in snapshots:
+        if s.group.is_streams:
+            _add_streams_group(families, s)
+    yield from (instances, threads, instance_info, tasks, assignment, shutdown, probing)
+    yield from (topic_partitions, topic_size)

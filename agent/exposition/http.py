@@ -1,0 +1,80 @@
+"""The small HTTP server of the agent and the job: /metrics, /healthz, /readyz.
+
+/healthz says the process serves requests; /readyz says it has started its
+work (configuration loaded, schedulers running). Neither depends on Kafka
+being reachable: a sidecar's readiness gates its whole pod, and a broker
+outage must not take the application out of its Service.
+"""
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+
+log = logging.getLogger(__name__)
+
+
+class MetricsServer:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        host: str,
+        port: int,
+        *,
+        ready: Callable[[], bool] = lambda: True,
+    ) -> None:
+        self.registry = registry
+        self.ready = ready
+        handler = _handler_for(self)
+        self._server = ThreadingHTTPServer((host, port), handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="ksmon-http", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> "MetricsServer":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def _handler_for(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
+                self._reply(200, encoder(server.registry), content_type)
+            elif path == "/healthz":
+                self._reply(200, b"ok\n", "text/plain; charset=utf-8")
+            elif path == "/readyz":
+                ready = server.ready()
+                body = b"ready\n" if ready else b"starting\n"
+                self._reply(200 if ready else 503, body, "text/plain; charset=utf-8")
+            elif path == "/":
+                body = b"ksmon: /metrics /healthz /readyz\n"
+                self._reply(200, body, "text/plain; charset=utf-8")
+            else:
+                self._reply(404, b"not found\n", "text/plain; charset=utf-8")
+
+        def _reply(self, status: int, body: bytes, content_type: str) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            log.debug("http: " + format, *args)
+
+    return Handler

@@ -1,0 +1,41 @@
+"""The records that flow from the agent to the aggregation job: the only contract between them."""
+
+from agent.model.snapshot import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    ClientTag,
+    ClusterFacts,
+    DecodeIssue,
+    GroupInfo,
+    MemberInfo,
+    PartitionInfo,
+    PollError,
+    PollInfo,
+    RebalanceEvent,
+    Snapshot,
+    StreamsMemberInfo,
+    StreamsTask,
+    TaskOffsetSum,
+    TopicInfo,
+    TopicPartitionRef,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "AgentInfo",
+    "ClientTag",
+    "ClusterFacts",
+    "DecodeIssue",
+    "GroupInfo",
+    "MemberInfo",
+    "PartitionInfo",
+    "PollError",
+    "PollInfo",
+    "RebalanceEvent",
+    "Snapshot",
+    "StreamsMemberInfo",
+    "StreamsTask",
+    "TaskOffsetSum",
+    "TopicInfo",
+    "TopicPartitionRef",
+]

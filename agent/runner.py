@@ -1,0 +1,124 @@
+"""The agent process: configuration in, pollers, sink and /metrics wired together.
+
+Lifecycle (as Burrow's): constructing touches no network; ``start`` starts
+the HTTP server, the __consumer_offsets readers and the poll scheduler, and
+returns; ``stop`` stops them in reverse order.
+"""
+
+import logging
+import os
+import threading
+
+from prometheus_client import CollectorRegistry
+
+from agent import __version__
+from agent.collect.kafka_edge import KafkaEdge
+from agent.collect.lag_time import OffsetHistory
+from agent.collect.offsets_tail import OffsetsTopicTail
+from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
+from agent.collect.schedule import PollScheduler, ScheduledPoller
+from agent.config import Config, kafka_client_settings
+from agent.exposition.agent_metrics import AgentCollector
+from agent.exposition.agent_state import AgentState
+from agent.exposition.http import MetricsServer
+from agent.model import AgentInfo
+from agent.transport.factory import open_sink
+
+log = logging.getLogger(__name__)
+
+
+def agent_identity(config: Config, env: dict[str, str] | None = None) -> AgentInfo:
+    env = dict(os.environ) if env is None else env
+    return AgentInfo(
+        id=config.agent.id,
+        version=__version__,
+        mode=config.agent.mode,
+        pod=env.get("POD_NAME"),
+        namespace=env.get("POD_NAMESPACE"),
+        pod_ip=env.get("POD_IP"),
+        node=env.get("NODE_NAME"),
+    )
+
+
+class AgentRunner:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        identity = agent_identity(config)
+        self.sink = open_sink(config)
+        self.edges: dict[str, KafkaEdge] = {}
+        self.tails: dict[str, OffsetsTopicTail] = {}
+        scheduled = []
+        for cluster in config.clusters:
+            settings = kafka_client_settings(cluster)
+            timeout_ms = int(cluster.poll.request_timeout * 1000)
+            edge = KafkaEdge({**settings, "bootstrap_timeout_ms": timeout_ms})
+            self.edges[cluster.name] = edge
+            tail = OffsetsTopicTail(settings, cluster.name) if cluster.offsets_topic.read else None
+            if tail is not None:
+                self.tails[cluster.name] = tail
+            poller = ClusterPoller(
+                cluster.name,
+                identity,
+                edge,
+                group_filter=GroupFilter(cluster.groups.allow, cluster.groups.deny),
+                metadata_interval=cluster.poll.metadata_interval,
+                history=OffsetHistory(max_age_seconds=config.exposition.lag_history),
+                rebalances=tail,
+            )
+            scheduled.append(ScheduledPoller(poller, cluster.poll.offsets_interval))
+        self.state = AgentState(
+            [c.name for c in config.clusters],
+            sink_stats=lambda: [self.sink.stats()],
+            offsets_readers=lambda: {name: tail.running for name, tail in self.tails.items()},
+        )
+        self.scheduler = PollScheduler(scheduled, self._on_result)
+        registry = CollectorRegistry()
+        registry.register(
+            AgentCollector(
+                self.state,
+                agent_id=config.agent.id,
+                mode=config.agent.mode,
+                lag_granularity=config.exposition.lag_granularity,
+            )
+        )
+        self.server = MetricsServer(
+            registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
+        )
+        self._stopped = threading.Event()
+
+    def _on_result(self, result: PollResult) -> None:
+        self.state.record(result)
+        for snapshot in result.snapshots:
+            self.sink.send(snapshot.key, snapshot.to_json())
+        if result.ok:
+            log.debug(
+                "cluster %s: polled %d groups in %.3fs",
+                result.cluster,
+                len(result.snapshots),
+                result.duration_seconds,
+            )
+
+    def start(self) -> None:
+        self.server.start()
+        for tail in self.tails.values():
+            tail.start()
+        self.scheduler.start()
+        log.info(
+            "ksmon agent %s (%s) watching %s; metrics on %s:%d",
+            self.config.agent.id,
+            self.config.agent.mode,
+            ", ".join(c.name for c in self.config.clusters),
+            self.config.http.host,
+            self.server.port,
+        )
+
+    def stop(self) -> None:
+        self.scheduler.stop()
+        for tail in self.tails.values():
+            tail.stop()
+        self.sink.close(timeout=10)
+        for edge in self.edges.values():
+            edge.close()
+        self.server.stop()
+        self._stopped.set()
+        log.info("ksmon agent stopped")

@@ -1,0 +1,214 @@
+"""Ship snapshots to a Kafka topic, through a bounded buffer and a sender thread.
+
+The poller calls ``send`` and moves on: the record goes into a bounded
+buffer (oldest dropped, and counted, when full) and a background thread
+delivers it with an idempotent producer (``acks=all``). While the broker or
+topic is unreachable, records wait and are retried in order; the longest
+delivered prefix of each batch leaves the buffer, so delivery is at least
+once and per-key order is kept. A topic deleted while the agent runs is
+created again.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from agent.transport.buffer import BoundedBuffer
+from agent.transport.sink import SinkStats
+
+log = logging.getLogger(__name__)
+
+_BATCH = 500
+_RETENTION_MS = 7 * 24 * 3600 * 1000
+
+
+class KafkaTopicSink:
+    def __init__(
+        self,
+        client_settings: Mapping[str, object],
+        topic: str,
+        *,
+        partitions: int = 6,
+        replication_factor: int = -1,
+        compression: str = "gzip",
+        buffer_max_snapshots: int = 10_000,
+        buffer_max_bytes: int = 256 * 1024**2,
+        max_message_bytes: int = 8 * 1024**2,
+        create_topic: bool = True,
+        delivery_timeout: float = 30.0,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._settings = dict(client_settings)
+        self.topic = topic
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.compression = None if compression == "none" else compression
+        self.max_message_bytes = max_message_bytes
+        self.create_topic = create_topic
+        self.delivery_timeout = delivery_timeout
+        self._clock = clock
+        self._buffer = BoundedBuffer(buffer_max_snapshots, buffer_max_bytes)
+        self._producer: Any = None
+        self._topic_checked = False
+        self._stop = threading.Event()
+        self._sent = 0
+        self._errors = 0
+        self._last_error: str | None = None
+        self._last_success: float | None = None
+        self._backoff = 0.5
+        self._thread = threading.Thread(target=self._run, name=f"ksmon-sink-{topic}", daemon=True)
+        self._thread.start()
+
+    # -- the caller's side: cheap and non-blocking ----------------------------
+
+    def send(self, key: bytes, payload: bytes) -> None:
+        dropped = self._buffer.offer(key, payload)
+        if dropped:
+            log.warning(
+                "snapshot buffer for topic %s is full; dropped the %d oldest", self.topic, dropped
+            )
+
+    def flush(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while len(self._buffer) and time.monotonic() < deadline:
+            self._buffer.wake()
+            time.sleep(0.05)
+        return len(self._buffer) == 0
+
+    def close(self, timeout: float = 10.0) -> None:
+        self.flush(timeout)
+        self._stop.set()
+        self._buffer.wake()
+        self._thread.join(timeout)
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                producer.close(timeout=timeout)
+            except Exception as e:  # noqa: BLE001 - a broken producer may fail to close in any way
+                log.debug("closing the producer failed: %s", e)
+
+    def stats(self) -> SinkStats:
+        return SinkStats(
+            kind="kafka",
+            sent=self._sent,
+            dropped=self._buffer.dropped,
+            errors=self._errors,
+            buffered=len(self._buffer),
+            last_error=self._last_error,
+            last_success_timestamp=self._last_success,
+        )
+
+    # -- the sender thread ------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self._buffer.wait(timeout=1.0):
+                continue
+            try:
+                delivered = self._deliver(self._buffer.head(_BATCH))
+            except Exception as e:  # noqa: BLE001 - any failure: record, back off, retry
+                self._failed(e)
+                delivered = False
+            if delivered:
+                self._backoff = 0.5
+            else:
+                self._stop.wait(self._backoff)
+                self._backoff = min(self._backoff * 2, 10.0)
+
+    def _deliver(self, batch: list[tuple[bytes, bytes]]) -> bool:
+        if not batch:
+            return True
+        producer = self._ensure_producer()
+        if not self._topic_checked:
+            self._ensure_topic()
+        futures = [producer.send(self.topic, key=key, value=payload) for key, payload in batch]
+        producer.flush(timeout=self.delivery_timeout)
+        done: list[tuple[bytes, bytes]] = []
+        failure: BaseException | None = None
+        for record, future in zip(batch, futures, strict=True):
+            try:
+                future.get(timeout=0)
+            except Exception as e:  # noqa: BLE001 - per-record delivery failure
+                failure = e
+                break
+            done.append(record)
+        self._buffer.remove_head(done)
+        if done:
+            self._sent += len(done)
+            self._last_success = self._clock()
+        if failure is not None:
+            self._failed(failure)
+            return False
+        return True
+
+    def _failed(self, error: BaseException) -> None:
+        self._errors += 1
+        name = type(error).__name__
+        text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
+        self._last_error = f"{name}: {text}" if text else name
+        log.warning("delivering snapshots to topic %s failed: %s", self.topic, self._last_error)
+        if "Topic" in name or "Timeout" in name or "Metadata" in text:
+            # The topic may have been deleted: check (and create it) before the next try.
+            self._topic_checked = False
+        if "Authentication" in name or "Connection" in name or "NoBrokers" in name:
+            self._drop_producer()
+
+    def _drop_producer(self) -> None:
+        producer, self._producer = self._producer, None
+        if producer is not None:
+            try:
+                producer.close(timeout=1)
+            except Exception as e:  # noqa: BLE001
+                log.debug("closing the producer failed: %s", e)
+
+    def _ensure_producer(self) -> Any:  # noqa: ANN401 - kafka-python is untyped
+        if self._producer is None:
+            from kafka import KafkaProducer  # noqa: PLC0415 - slow import
+
+            timeout_ms = int(self.delivery_timeout * 1000)
+            self._producer = KafkaProducer(
+                **self._settings,
+                acks="all",
+                enable_idempotence=True,
+                compression_type=self.compression,
+                max_request_size=self.max_message_bytes,
+                linger_ms=50,
+                max_block_ms=min(timeout_ms, 10_000),
+                delivery_timeout_ms=timeout_ms,
+                request_timeout_ms=min(timeout_ms, 30_000) // 2,
+            )
+        return self._producer
+
+    def _ensure_topic(self) -> None:
+        if not self.create_topic:
+            self._topic_checked = True
+            return
+        from kafka.admin import KafkaAdminClient, NewTopic  # noqa: PLC0415
+        from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
+
+        admin_settings = {
+            k: v for k, v in self._settings.items() if k in KafkaAdminClient.DEFAULT_CONFIG
+        }
+        admin = KafkaAdminClient(**admin_settings)
+        try:
+            if self.topic not in set(admin.list_topics()):
+                new = NewTopic(
+                    self.topic,
+                    self.partitions,
+                    self.replication_factor,
+                    topic_configs={
+                        "max.message.bytes": str(self.max_message_bytes),
+                        "retention.ms": str(_RETENTION_MS),
+                        "cleanup.policy": "delete",
+                    },
+                )
+                try:
+                    admin.create_topics([new])
+                    log.info("created snapshot topic %s", self.topic)
+                except TopicAlreadyExistsError:
+                    pass
+            self._topic_checked = True
+        finally:
+            admin.close()

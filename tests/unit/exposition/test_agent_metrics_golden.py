@@ -1,0 +1,150 @@
+"""The agent's metric names, labels and HELP texts are a contract: this golden
+file freezes them. Regenerate it deliberately with KSMON_UPDATE_GOLDEN=1 and
+update docs/metrics.md in the same change."""
+
+import os
+import platform
+import re
+from collections import Counter
+from pathlib import Path
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from agent import __version__
+from agent.collect.poller import PollResult
+from agent.exposition.agent_metrics import AgentCollector
+from agent.exposition.agent_state import AgentState
+from agent.model import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    GroupInfo,
+    MemberInfo,
+    PartitionInfo,
+    PollError,
+    PollInfo,
+    Snapshot,
+    StreamsMemberInfo,
+    StreamsTask,
+    TaskOffsetSum,
+    TopicInfo,
+    TopicPartitionRef,
+)
+from agent.transport.sink import SinkStats
+
+GOLDEN = Path(__file__).parent / "golden"
+AGENT = AgentInfo("agent-1", __version__, "central")
+
+
+def streams_snapshot() -> Snapshot:
+    def member(thread: int, process: str, task: str, partition: int) -> MemberInfo:
+        client = f"app-{process}-StreamThread-{thread}-consumer"
+        return MemberInfo(
+            member_id=f"{client}-m{thread}",
+            client_id=client,
+            client_host="/10.0.0.5",
+            assigned_partitions=(TopicPartitionRef("in", partition),),
+            subscription_bytes=100,
+            assignment_bytes=200,
+            streams=StreamsMemberInfo(
+                process_id=process,
+                thread_index=thread,
+                base_client_id=f"app-{process}",
+                endpoint="10.0.0.5:8080",
+                active_tasks=(StreamsTask(task, (TopicPartitionRef("in", partition),)),),
+                standby_tasks=(StreamsTask("1_0", ()),) if thread == 1 else (),
+                task_offset_sums=(TaskOffsetSum(task, -2),),
+                next_rebalance_ms=1_700_000_600_000 if thread == 1 else None,
+            ),
+        )
+
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster="prod",
+        agent=AGENT,
+        poll=PollInfo(1, 1_700_000_000.0, 0.5),
+        group=GroupInfo(
+            "app", "classic", "Stable", "consumer", "stream", 1, is_streams=True, generation=7
+        ),
+        members=(member(1, "p1", "0_0", 0), member(2, "p1", "0_1", 1)),
+        partitions=(
+            PartitionInfo("in", 0, 100, 0, 90, 10, 4.5, "app-p1-StreamThread-1-consumer-m1"),
+            PartitionInfo("in", 1, 50, 0, 50, 0, 0.0, "app-p1-StreamThread-2-consumer-m2"),
+        ),
+        topics=(
+            TopicInfo("in", 2, consumed=True),
+            TopicInfo("app-counts-changelog", 2, internal_kind="changelog", size_bytes=4096),
+        ),
+        errors=(PollError("offset_fetch", "CoordinatorLoadInProgressError", "loading", True),),
+    )
+
+
+def plain_snapshot() -> Snapshot:
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster="prod",
+        agent=AGENT,
+        poll=PollInfo(1, 1_700_000_000.0, 0.5),
+        group=GroupInfo("billing", "consumer", "Stable", "consumer", "uniform", 1, group_epoch=12),
+        partitions=(PartitionInfo("invoices", 0, 10, 0, 7, 3, 12.0),),
+    )
+
+
+def render(granularity: str) -> str:
+    state = AgentState(
+        ["prod", "staging"],
+        sink_stats=lambda: [SinkStats("kafka", 10, 1, 2, 3, "timeout", 1_700_000_000.0)],
+        offsets_readers=lambda: {"prod": True, "staging": False},
+    )
+    state.record(
+        PollResult(
+            "prod",
+            1,
+            1_700_000_000.0,
+            0.5,
+            [streams_snapshot(), plain_snapshot()],
+            requests=Counter({"ListGroups": 1, "OffsetFetch": 1}),
+        )
+    )
+    state.record(PollResult("staging", 1, 1_700_000_000.0, 30.0, error="NoBrokersAvailable"))
+    registry = CollectorRegistry()
+    registry.register(
+        AgentCollector(state, agent_id="agent-1", mode="central", lag_granularity=granularity)  # type: ignore[arg-type]
+    )
+    text = generate_latest(registry).decode()
+    # Versions change with every release and Python; the contract is the rest.
+    text = text.replace(f'version="{__version__}"', 'version="VERSION"')
+    return re.sub(
+        rf'python_version="{re.escape(platform.python_version())}"', 'python_version="PY"', text
+    )
+
+
+def check(name: str, text: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("KSMON_UPDATE_GOLDEN"):
+        path.write_text(text)
+    assert text == path.read_text(), (
+        f"metrics changed; see {path} (KSMON_UPDATE_GOLDEN=1 to accept)"
+    )
+
+
+def test_agent_metrics_at_partition_granularity_match_the_golden_file() -> None:
+    check("agent_metrics_partition.txt", render("partition"))
+
+
+def test_agent_metrics_at_topic_granularity_match_the_golden_file() -> None:
+    check("agent_metrics_topic.txt", render("topic"))
+
+
+def test_every_metric_has_help_and_the_ksmon_prefix() -> None:
+    text = render("partition")
+    names = set(re.findall(r"^# TYPE (\S+) ", text, flags=re.MULTILINE))
+    helped = set(re.findall(r"^# HELP (\S+) \S", text, flags=re.MULTILINE))
+    assert names, "no metrics rendered"
+    assert names == helped
+    assert all(n.startswith("ksmon_") for n in names)
+
+
+def test_member_ids_appear_only_on_assignment_info_series() -> None:
+    for line in render("partition").splitlines():
+        if "member_id=" in line and not line.startswith("#"):
+            assert line.split("{")[0].endswith("_assignment_info"), line

@@ -1,0 +1,120 @@
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from agent.model import (
+    SCHEMA_VERSION,
+    AgentInfo,
+    GroupInfo,
+    MemberInfo,
+    PartitionInfo,
+    PollInfo,
+    Snapshot,
+    StreamsMemberInfo,
+    StreamsTask,
+    TaskOffsetSum,
+    TopicPartitionRef,
+)
+from agent.model.records import RecordError
+
+
+def a_snapshot() -> Snapshot:
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster="prod",
+        agent=AgentInfo("agent-1", "0.1.0", "central"),
+        poll=PollInfo(7, 1_700_000_000.5, 0.25),
+        group=GroupInfo("app", "classic", "Stable", "consumer", "stream", 1, is_streams=True),
+        members=(
+            MemberInfo(
+                member_id="app-p-StreamThread-1-consumer-x",
+                client_id="app-p-StreamThread-1-consumer",
+                client_host="/10.0.0.5",
+                assigned_partitions=(TopicPartitionRef("in", 0),),
+                streams=StreamsMemberInfo(
+                    process_id="00112233-4455-6677-8899-aabbccddeeff",
+                    thread_index=1,
+                    active_tasks=(StreamsTask("0_0", (TopicPartitionRef("in", 0),)),),
+                    task_offset_sums=(TaskOffsetSum("0_0", -2),),
+                ),
+            ),
+        ),
+        partitions=(
+            PartitionInfo("in", 0, 100, 0, 90, 10, 4.5, "app-p-StreamThread-1-consumer-x"),
+        ),
+    )
+
+
+def test_a_snapshot_survives_json_unchanged() -> None:
+    snapshot = a_snapshot()
+
+    encoded = snapshot.to_json()
+
+    assert b"\n" not in encoded, "one record per line in spool files"
+    assert Snapshot.from_json(encoded) == snapshot
+
+
+def test_fields_from_a_newer_agent_are_ignored() -> None:
+    plain = json.loads(a_snapshot().to_json())
+    plain["sidecar"] = {"threads": 2}
+    plain["members"][0]["streams"]["future"] = [1, 2]
+
+    assert Snapshot.from_json(json.dumps(plain)) == a_snapshot()
+
+
+def test_fields_an_older_agent_lacked_take_their_defaults() -> None:
+    plain = json.loads(a_snapshot().to_json())
+    del plain["partitions"][0]["lag_seconds"]
+    del plain["topics"]
+    del plain["members"][0]["streams"]["task_offset_sums"]
+
+    parsed = Snapshot.from_json(json.dumps(plain))
+
+    assert parsed.partitions[0].lag_seconds is None
+    assert parsed.topics == ()
+    assert parsed.members[0].streams is not None
+    assert parsed.members[0].streams.task_offset_sums == ()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message", "why"),
+    [
+        (lambda p: p.update(schema_version=SCHEMA_VERSION + 1), "newer than this reader", "future"),
+        (
+            lambda p: p.update(schema_version="1"),
+            "schema_version: expected a positive integer",
+            "type",
+        ),
+        (lambda p: p.pop("group"), r"\$\.group: missing", "required field without default"),
+        (
+            lambda p: p["partitions"][0].update(lag="ten"),
+            r"\$\.partitions\[0\]\.lag: expected an integer",
+            "the path names the list index",
+        ),
+        (
+            lambda p: p["poll"].update(started_at=True),
+            "started_at: expected a number",
+            "bool is no number",
+        ),
+        (lambda p: p.update(members={}), r"\$\.members: expected a list", "wrong container"),
+    ],
+)
+def test_bad_records_are_rejected_naming_the_field(
+    mutate: Callable[[dict[str, Any]], object], message: str, why: str
+) -> None:
+    plain = json.loads(a_snapshot().to_json())
+    mutate(plain)
+
+    with pytest.raises(RecordError, match=message):
+        Snapshot.from_json(json.dumps(plain))
+
+
+def test_not_json_is_a_record_error() -> None:
+    with pytest.raises(RecordError, match="not JSON"):
+        Snapshot.from_json(b"{oops")
+
+
+def test_key_keeps_one_groups_snapshots_on_one_partition() -> None:
+    assert a_snapshot().key == b"prod/app"
