@@ -187,6 +187,93 @@ class PollError:
 
 
 @dataclass(frozen=True, slots=True)
+class SidecarThread:
+    """One stream thread, as the app's own metrics describe it."""
+
+    thread_id: str  # "<client id>-StreamThread-<n>", the metrics' thread-id tag
+    thread_index: int | None = None  # n
+    # CREATED, STARTING, PARTITIONS_REVOKED, PARTITIONS_ASSIGNED, RUNNING,
+    # PENDING_SHUTDOWN, DEAD; None when the app does not expose it (before 4.0).
+    state: str | None = None
+    # The thread's main consumer's coordinator metrics (cumulative since start).
+    rebalance_total: float | None = None
+    failed_rebalance_total: float | None = None
+    last_rebalance_seconds_ago: float | None = None  # None: never rebalanced or unknown
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarTask:
+    """A task the app reports restore metrics for."""
+
+    task: str  # "<subtopology>_<partition>"
+    thread_id: str | None = None
+    # restore-remaining-records-total: may overshoot and never reach 0
+    # (KAFKA-20711), so it is evidence of a restore, not of its progress.
+    restore_remaining_records: int | None = None
+    # Cumulative records restored (restore-total, DEBUG recording level), when exposed.
+    restored_records_total: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarStateUpdater:
+    """One state-updater thread (Kafka Streams 3.8+ default)."""
+
+    thread_id: str  # "<client id>-StateUpdater-<n>"
+    active_restoring_tasks: int | None = None
+    standby_updating_tasks: int | None = None
+    active_paused_tasks: int | None = None
+    restore_records_rate: float | None = None  # records/s, the metric's own window
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointOffset:
+    topic: str  # a changelog topic
+    partition: int
+    offset: int  # the last applied changelog record's offset (not "next offset")
+
+
+@dataclass(frozen=True, slots=True)
+class StateDirTask:
+    """One task directory in the app's state directory."""
+
+    task: str
+    # Missing is normal under exactly-once while the task runs (Streams deletes it).
+    has_checkpoint: bool = False
+    checkpoint: tuple[CheckpointOffset, ...] = ()
+    size_bytes: int | None = None  # files under the task directory (RocksDB etc.)
+    error: str | None = None  # the checkpoint did not parse; what was wrong
+
+
+@dataclass(frozen=True, slots=True)
+class SidecarInfo:
+    """What an agent running next to one Kafka Streams instance saw inside its pod.
+
+    Every field is None (or empty) when unknown: a metric the app does not
+    expose, a state directory that is not mounted. Unknown never means zero.
+    """
+
+    # Identity: this instance's process id and the group members that are this pod.
+    process_id: str | None = None
+    member_ids: tuple[str, ...] = ()
+    # The app's metrics endpoint.
+    app_metrics_url: str | None = None
+    app_metrics_up: bool = False
+    app_metrics_error: str | None = None
+    # CREATED, REBALANCING, RUNNING, PENDING_SHUTDOWN, NOT_RUNNING, PENDING_ERROR, ERROR.
+    client_state: str | None = None
+    alive_stream_threads: int | None = None
+    failed_stream_threads: float | None = None  # cumulative since the app started
+    expected_stream_threads: int | None = None  # configured num.stream.threads, if given
+    threads: tuple[SidecarThread, ...] = ()
+    tasks: tuple[SidecarTask, ...] = ()
+    state_updaters: tuple[SidecarStateUpdater, ...] = ()
+    # The state directory (mounted read-only).
+    state_dir: str | None = None
+    state_dir_readable: bool = False
+    state_dir_tasks: tuple[StateDirTask, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     schema_version: int
     cluster: str
@@ -199,6 +286,8 @@ class Snapshot:
     cluster_facts: ClusterFacts = ClusterFacts()
     rebalances: tuple[RebalanceEvent, ...] = ()
     errors: tuple[PollError, ...] = ()
+    # Only from an agent in sidecar mode, on its own application's group.
+    sidecar: SidecarInfo | None = None
 
     @property
     def key(self) -> bytes:
