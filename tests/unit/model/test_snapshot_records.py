@@ -58,7 +58,7 @@ def test_a_snapshot_survives_json_unchanged() -> None:
 
 def test_fields_from_a_newer_agent_are_ignored() -> None:
     plain = json.loads(a_snapshot().to_json())
-    plain["sidecar"] = {"threads": 2}
+    plain["a_section_from_the_future"] = {"threads": 2}
     plain["members"][0]["streams"]["future"] = [1, 2]
 
     assert Snapshot.from_json(json.dumps(plain)) == a_snapshot()
