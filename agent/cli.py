@@ -26,6 +26,16 @@ def _port(text: str) -> int:
     return port
 
 
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds <= 3600:  # noqa: PLR2004 - an hour is already far more than useful
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600, got {text}")
+    return seconds
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ksmon",
@@ -60,6 +70,24 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--cluster", help="which configured cluster (default: the first)")
     snapshot.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     snapshot.set_defaults(run=_snapshot)
+
+    explain = commands.add_parser(
+        "explain", help="explain one group for a person on call: who holds what, rates, lag"
+    )
+    explain.add_argument("group", help="the consumer group (Streams application.id)")
+    where = explain.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", type=Path, help="take the cluster from this configuration")
+    where.add_argument("--bootstrap", help="or connect to these host:port servers (PLAINTEXT)")
+    explain.add_argument("--cluster", help="which configured cluster (default: the first)")
+    explain.add_argument(
+        "--sample",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between the two polls that rates are measured over (default: 5)",
+    )
+    explain.add_argument("--json", action="store_true", help="print the report as JSON")
+    explain.set_defaults(run=_explain)
 
     demo = commands.add_parser(
         "demo", help="run everything locally on an embedded Kafka until Ctrl-C"
@@ -153,6 +181,19 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     snapshot = take_snapshot(snapshot_target(args.config, args.bootstrap, args.cluster), args.group)
     print(snapshot.to_json().decode() if args.json else snapshot_table(snapshot))
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from agent.commands import explain_group, snapshot_target  # noqa: PLC0415
+    from agent.explain.render import render_report  # noqa: PLC0415
+    from agent.model.records import to_json_bytes  # noqa: PLC0415
+
+    target = snapshot_target(args.config, args.bootstrap, args.cluster)
+    report = explain_group(target, args.group, sample_seconds=args.sample)
+    print(to_json_bytes(report).decode() if args.json else render_report(report), end="")
+    if args.json:
+        print()
     return 0
 
 
