@@ -200,7 +200,7 @@ def _assignment() -> Row:
             ),
             Panel(
                 "table",
-                "Instances",
+                "Where instances run",
                 "Where each instance runs: host and application.server endpoint.",
                 [Query(_by("process, host, endpoint", "ksmon_streams_instance_info"), "up")],
                 unit="none",

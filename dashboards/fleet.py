@@ -189,7 +189,7 @@ def _findings() -> Row:
         [
             Panel(
                 "table",
-                "Open findings",
+                "Findings",
                 "Every open finding with its subject (instance = process, stream thread = "
                 "thread, task, partition) and how long it has been open. The job's /metrics and "
                 "the alert's runbook say what to do.",

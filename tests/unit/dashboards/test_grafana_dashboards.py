@@ -94,6 +94,8 @@ def test_panels_sit_on_the_grid_without_overlapping_and_ids_are_unique(uid: str)
     dashboard = dashboards()[uid]
     ids = [p["id"] for p in dashboard["panels"]]
     assert len(ids) == len(set(ids))
+    titles = [p["title"] for p in panels(dashboard)]
+    assert len(titles) == len(set(titles)), "panel titles name panels in tests and links"
     occupied: set[tuple[int, int]] = set()
     for panel in dashboard["panels"]:
         pos = panel["gridPos"]
