@@ -1,5 +1,6 @@
 """The snapshot sink on the real broker: order, size, outages, a deleted topic."""
 
+import textwrap
 import time
 from collections.abc import Iterator
 
@@ -8,9 +9,11 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from agent.collect.kafka_edge import KafkaEdge
+from agent.config.load import parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.process import wait_until
 from agent.embedded.topics import end_offsets
+from agent.transport.factory import open_sink
 from agent.transport.kafka_sink import KafkaTopicSink
 from tests.support.streams import unique_name
 
@@ -146,3 +149,30 @@ def test_a_deleted_topic_is_created_again_and_sending_resumes(
         what="the second record to be delivered",
     )
     assert [v for _, v in read_all(kafka, topic)] == [b'{"n":2}']
+
+
+def test_the_sink_the_daemon_opens_from_a_config_delivers(kafka: EmbeddedKafka, topic: str) -> None:
+    # The daemon builds its sink from a cluster's client settings, which carry the
+    # poll's request_timeout_ms: the producer must take the sink's own instead of
+    # failing every delivery with "got multiple values for keyword argument".
+    config = parse_config(
+        textwrap.dedent(
+            f"""\
+        clusters:
+          - name: local
+            bootstrap_servers: ["{kafka.bootstrap_servers}"]
+            poll: {{request_timeout: 5s}}
+        sink:
+          type: kafka
+          kafka: {{topic: {topic}, partitions: 1, replication_factor: 1}}
+        """
+        ),
+        "test config",
+    )
+    sink = open_sink(config)
+    try:
+        sink.send(b"local/g", b'{"n":1}')
+        assert sink.flush(timeout=30), sink.stats().last_error
+    finally:
+        sink.close(timeout=5)
+    assert read_all(kafka, topic) == [(b"local/g", b'{"n":1}')]
