@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from agent import kafka_python_fixes
 from agent.collect.raw import (
     CommittedOffset,
     ConsumerGroupDescription,
@@ -97,6 +98,7 @@ class KafkaEdge:
                     created.append(client)
                     return client
 
+                kafka_python_fixes.install()
                 try:
                     admin = KafkaAdminClient(**self._settings, kafka_client=network_client)
                 except Exception as e:

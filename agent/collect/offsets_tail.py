@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import kafka_python_fixes
 from agent.collect.build import GroupRebalanceFacts
 from agent.collect.poller import RebalanceSource
 from agent.model import RebalanceEvent
@@ -158,6 +159,7 @@ class OffsetsTopicTail(RebalanceSource):
     def _consume(self) -> None:
         from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415 - slow import
 
+        kafka_python_fixes.install()
         consumer: Any = KafkaConsumer(
             **self._settings,
             group_id=None,

@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agent import kafka_python_fixes
 from agent.transport.buffer import BoundedBuffer
 from agent.transport.sink import SinkStats
 
@@ -181,6 +182,7 @@ class KafkaTopicSink:
                 "delivery_timeout_ms": timeout_ms,
                 "request_timeout_ms": min(timeout_ms, 30_000) // 2,
             }
+            kafka_python_fixes.install()
             self._producer = KafkaProducer(**settings)
         return self._producer
 
@@ -194,6 +196,7 @@ class KafkaTopicSink:
         admin_settings = {
             k: v for k, v in self._settings.items() if k in KafkaAdminClient.DEFAULT_CONFIG
         }
+        kafka_python_fixes.install()
         admin = KafkaAdminClient(**admin_settings)
         try:
             if self.topic not in set(admin.list_topics()):
