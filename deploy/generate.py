@@ -37,8 +37,11 @@ DASHBOARDS_OUTPUT = "deploy/monitoring/dashboards.yaml"
 
 # Which source file a generated object came from; the tests map objects back with it.
 SOURCE_ANNOTATION = "ksmon/generated-from"
-# The label kube-prometheus-stack's Grafana dashboard sidecar looks for (its default).
+# The label kube-prometheus-stack's Grafana dashboard sidecar looks for (its default),
+# and the annotation that files them in a "ksmon" folder where the chart sets
+# grafana.sidecar.dashboards.folderAnnotation: grafana_folder.
 GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+GRAFANA_FOLDER_ANNOTATION = "grafana_folder"
 # A ConfigMap holds at most 1 MiB; a dashboard beyond that cannot be shipped this way.
 CONFIG_MAP_MAX_BYTES = 1024 * 1024
 _CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
@@ -124,7 +127,10 @@ def dashboard_config_maps(dashboards: Sequence[SourceFile]) -> list[dict[str, An
                 "metadata": {
                     "name": f"ksmon-dashboard-{_name_part(source)}",
                     "labels": {**_labels("dashboards"), GRAFANA_DASHBOARD_LABEL: "1"},
-                    "annotations": {SOURCE_ANNOTATION: source.path},
+                    "annotations": {
+                        SOURCE_ANNOTATION: source.path,
+                        GRAFANA_FOLDER_ANNOTATION: "ksmon",
+                    },
                 },
                 "data": {key: source.text},
             }
@@ -207,9 +213,11 @@ def _yaml_mapping(source: SourceFile) -> dict[str, Any]:
 
 
 def _name_part(source: SourceFile) -> str:
-    """The file's stem as a Kubernetes name fragment, without a ``ksmon-`` the object
-    name already starts with: ``Streams_Lag.v2`` -> ``streams-lag-v2``, ``ksmon-lag`` -> ``lag``."""
-    part = _NOT_NAME.sub("-", source.stem.lower()).strip("-").removeprefix("ksmon-")
+    """The file's stem as a Kubernetes name fragment, without the ``.rules`` of
+    ``*.rules.yml`` and without a ``ksmon-`` the object name already starts with:
+    ``Streams_Lag.v2`` -> ``streams-lag-v2``, ``ksmon-lag.rules`` -> ``lag``."""
+    stem = source.stem.lower().removesuffix(".rules")
+    part = _NOT_NAME.sub("-", stem).strip("-").removeprefix("ksmon-")
     if not part:
         raise ConfigError(f"{source.path}: the file name gives no usable Kubernetes name")
     return part

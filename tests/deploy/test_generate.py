@@ -48,6 +48,22 @@ def test_a_rule_file_becomes_a_prometheus_rule_with_its_groups() -> None:
     assert rule["spec"] == yaml.safe_load(GROUPS)
 
 
+# Each case: a source file name and the PrometheusRule it becomes.
+NAMES = [
+    ("lag.yml", "ksmon-alerts-lag"),
+    ("ksmon-lag.yaml", "ksmon-alerts-lag"),  # no ksmon twice
+    ("kafka-streams.rules.yml", "ksmon-alerts-kafka-streams"),  # the usual *.rules.yml
+    ("ksmon.rules.yml", "ksmon-alerts-ksmon"),
+    ("Streams_Lag.v2.yml", "ksmon-alerts-streams-lag-v2"),  # a valid Kubernetes name
+]
+
+
+@pytest.mark.parametrize(("file_name", "name"), NAMES)
+def test_rule_objects_are_named_after_their_files(file_name: str, name: str) -> None:
+    (rule,) = prometheus_rules([SourceFile(f"dashboards/alerts/{file_name}", GROUPS)])
+    assert rule["metadata"]["name"] == name
+
+
 def test_promtool_test_files_are_not_rule_files() -> None:
     tests = SourceFile("dashboards/alerts/lag_test.yml", "rule_files: [lag.yml]\ntests: []\n")
     assert prometheus_rules([tests]) == []
@@ -71,6 +87,7 @@ def test_a_dashboard_survives_generation_byte_for_byte(text: str) -> None:
     (parsed,) = yaml.safe_load_all(render(config_maps, "# header\n"))
     assert parsed["data"] == {"overview.json": text}
     assert parsed["metadata"]["labels"]["grafana_dashboard"] == "1"
+    assert parsed["metadata"]["annotations"]["grafana_folder"] == "ksmon"
 
 
 # Each case: a bad source, and the words the one-line error must contain.
