@@ -9,7 +9,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.ksmon-installed
 
-.PHONY: demo test lint typecheck pytest prometheus-tools dashboards clean
+.PHONY: demo test lint typecheck pytest prometheus-tools dashboards deploy-generate clean
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ksmon needs Python 3.11+: run make PYTHON=python3.11 ...")'
@@ -35,6 +35,11 @@ prometheus-tools:
 # Rewrites dashboards/grafana/*.json (and their ConfigMaps) from dashboards/*.py.
 dashboards: $(INSTALLED)
 	$(BIN)/python -m dashboards.generate
+
+# deploy/monitoring/ packages dashboards/ for Kubernetes: run after changing a rule
+# file or a dashboard (a test fails while the generated files are stale).
+deploy-generate: $(INSTALLED)
+	$(BIN)/python -m deploy.generate
 
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
 pytest: $(INSTALLED) prometheus-tools

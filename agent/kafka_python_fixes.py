@@ -53,5 +53,5 @@ def install() -> None:
         for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport):
             original = cls.__dict__.get("_sock_recv")
             if original is not None and not getattr(original, "ksmon_wrapped", False):
-                cls._sock_recv = deliver_before_disconnect(original)  # type: ignore[method-assign]
+                cls._sock_recv = deliver_before_disconnect(original)
         _installed = True
