@@ -22,6 +22,7 @@ from agent.collect.build import (
     GroupRebalanceFacts,
     PollObservation,
     build_snapshots,
+    is_streams_group,
     streams_internal_topics,
 )
 from agent.collect.kafka_edge import (
@@ -252,14 +253,10 @@ class ClusterPoller:
         offsets: dict[str, GroupOffsets],
     ) -> set[str]:
         topics = {c.topic for o in offsets.values() for c in o.offsets}
-        for d in described.values():
-            if d.protocol == "stream":
-                topics.update(streams_internal_topics(d.group_id, self.metadata.all_topics))
         for g in groups:
-            if g.group_type == "streams":
+            if is_streams_group(g, described.get(g.group_id), offsets.get(g.group_id)):
                 topics.update(streams_internal_topics(g.group_id, self.metadata.all_topics))
         # Partitions assigned but never committed still have log-end offsets worth knowing.
-
         for d in described.values():
             for m in d.members:
                 if m.assignment:

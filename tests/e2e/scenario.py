@@ -115,16 +115,6 @@ def _kafka_up(port: int) -> bool:
     return False
 
 
-def _offsets_topic_exists(bootstrap_servers: str) -> bool:
-    from kafka.admin import KafkaAdminClient  # noqa: PLC0415 - slow import
-
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap_servers, client_id="ksmon-e2e")
-    try:
-        return "__consumer_offsets" in admin.list_topics()
-    finally:
-        admin.close()
-
-
 def _start_agent(work_dir: Path, kafka: EmbeddedKafka, groups: list[str]) -> tuple[JvmProcess, int]:
     port = free_port()
     config = work_dir / "ksmon.yaml"
@@ -185,15 +175,6 @@ def running_scenario(
                 streams_config={"session.timeout.ms": "6000", "heartbeat.interval.ms": "1500"},
             ),
             wait=False,
-        )
-        # The agent's __consumer_offsets reader assigns that topic's partitions
-        # once, at start: on a cluster too fresh to have the topic it would read
-        # nothing, ever (production clusters always have it). The apps' groups
-        # create it; the agent starts after.
-        wait_until(
-            lambda: _offsets_topic_exists(kafka.bootstrap_servers),
-            timeout=90,
-            what="__consumer_offsets to exist",
         )
         agent, agent_port = _start_agent(work_dir, kafka, [healthy, faulty])
         stack.callback(agent.stop, 20)
