@@ -168,17 +168,20 @@ class KafkaTopicSink:
             from kafka import KafkaProducer  # noqa: PLC0415 - slow import
 
             timeout_ms = int(self.delivery_timeout * 1000)
-            self._producer = KafkaProducer(
+            # The sink's own delivery settings win over the cluster's client settings
+            # (which carry request_timeout_ms for the Admin API polls).
+            options = {
                 **self._settings,
-                acks="all",
-                enable_idempotence=True,
-                compression_type=self.compression,
-                max_request_size=self.max_message_bytes,
-                linger_ms=50,
-                max_block_ms=min(timeout_ms, 10_000),
-                delivery_timeout_ms=timeout_ms,
-                request_timeout_ms=min(timeout_ms, 30_000) // 2,
-            )
+                "acks": "all",
+                "enable_idempotence": True,
+                "compression_type": self.compression,
+                "max_request_size": self.max_message_bytes,
+                "linger_ms": 50,
+                "max_block_ms": min(timeout_ms, 10_000),
+                "delivery_timeout_ms": timeout_ms,
+                "request_timeout_ms": min(timeout_ms, 30_000) // 2,
+            }
+            self._producer = KafkaProducer(**options)
         return self._producer
 
     def _ensure_topic(self) -> None:

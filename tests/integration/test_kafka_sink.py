@@ -8,6 +8,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from agent.collect.kafka_edge import KafkaEdge
+from agent.config import kafka_client_settings, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.process import wait_until
 from agent.embedded.topics import end_offsets
@@ -146,3 +147,21 @@ def test_a_deleted_topic_is_created_again_and_sending_resumes(
         what="the second record to be delivered",
     )
     assert [v for _, v in read_all(kafka, topic)] == [b'{"n":2}']
+
+
+def test_the_sink_takes_the_client_settings_the_agent_builds(
+    kafka: EmbeddedKafka, topic: str
+) -> None:
+    # The daemon hands the sink kafka_client_settings(cluster), which carry their own
+    # request_timeout_ms; the sink's delivery settings must override it, not clash.
+    config = parse_config(
+        f"clusters: [{{name: local, bootstrap_servers: '{kafka.bootstrap_servers}'}}]", "test", {}
+    )
+    sink = KafkaTopicSink(kafka_client_settings(config.clusters[0]), topic, delivery_timeout=5.0)
+    try:
+        sink.send(b"local/app", b"{}")
+        wait_until(lambda: sink.stats().sent == 1, timeout=30, what="the snapshot delivered")
+    finally:
+        sink.close(timeout=5)
+    assert sink.stats().errors == 0
+    assert read_all(kafka, topic) == [(b"local/app", b"{}")]
