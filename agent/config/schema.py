@@ -199,14 +199,14 @@ class Config:
             f"{format_duration(self.exposition.lag_history)}, "
             f"logs {self.logging.format} at {self.logging.level}"
         ]
-        lines += [_describe_cluster(cluster) for cluster in self.clusters]
+        lines += [_describe_cluster(cluster, self.sidecar) for cluster in self.clusters]
         lines.append(f"snapshots: {_describe_sink(self.sink)}")
         if self.sidecar is not None:
             lines.append(_describe_sidecar(self.sidecar))
         return "\n".join(lines)
 
 
-def _describe_cluster(cluster: ClusterConfig) -> str:
+def _describe_cluster(cluster: ClusterConfig, sidecar: SidecarConfig | None) -> str:
     security = cluster.security
     connection: str = security.protocol
     if security.sasl is not None:
@@ -224,6 +224,12 @@ def _describe_cluster(cluster: ClusterConfig) -> str:
         groups += " except " + " ".join(p.pattern for p in cluster.groups.deny)
     poll = cluster.poll
     offsets_topic = "reads" if cluster.offsets_topic.read else "does not read"
+    if sidecar is not None:
+        # A sidecar polls its own application's group on its app's cluster, nothing else.
+        if cluster.name != sidecar.cluster:
+            return f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)}; not polled"
+        groups = f"{sidecar.application_id} only"
+        offsets_topic = "does not read"
     return (
         f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)} over {connection}; "
         f"groups {groups}; offsets every {format_duration(poll.offsets_interval)}, "

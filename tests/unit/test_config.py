@@ -290,7 +290,11 @@ def test_a_sidecar_config_gets_its_defaults() -> None:
     assert sidecar.app_metrics_url == "http://127.0.0.1:9404/metrics"
     assert sidecar.scrape_timeout == 5.0
     assert (sidecar.state_dir, sidecar.expected_stream_threads) == (None, None)
-    assert "sidecar of Kafka Streams application orders-app on cluster apps" in config.describe()
+    described = config.describe()
+    assert "sidecar of Kafka Streams application orders-app on cluster apps" in described
+    assert "groups orders-app only" in described
+    assert "does not read __consumer_offsets" in described
+    assert "cluster monitoring: m:9092; not polled" in described
 
 
 def test_a_sidecar_section_is_kept_only_in_sidecar_mode() -> None:
