@@ -5,8 +5,13 @@ from pathlib import Path
 
 import pytest
 
+from agent.collect.kafka_edge import KafkaEdge
 from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution, fetch_kafka
-from agent.embedded.streams_app import StreamsAppBuild, build_streams_app
+from agent.embedded.streams_app import (
+    KAFKA_STREAMS_3X_VERSION,
+    StreamsAppBuild,
+    build_streams_app,
+)
 from agent.errors import KsmonError
 from tests.support.environment import unavailable
 from tests.support.streams import StreamsApps
@@ -42,12 +47,29 @@ def kafka(
     broker.stop()
 
 
+@pytest.fixture
+def edge(kafka: EmbeddedKafka) -> Iterator[KafkaEdge]:
+    """The agent's Admin connection to the session broker."""
+    edge = KafkaEdge({"bootstrap_servers": kafka.bootstrap_servers, "client_id": "ksmon-test"})
+    yield edge
+    edge.close()
+
+
 @pytest.fixture(scope="session")
 def streams_app_build(kafka_distribution: KafkaDistribution) -> StreamsAppBuild:
     try:
         return build_streams_app(kafka_version=kafka_distribution.version)
     except KsmonError as e:
         unavailable("the Kafka Streams fixture app build", e)
+
+
+@pytest.fixture(scope="session")
+def streams_app_build_3x(streams_app_build: StreamsAppBuild) -> StreamsAppBuild:
+    """The fixture app built against Kafka Streams 3.x (it talks to the 4.x broker)."""
+    try:
+        return build_streams_app(kafka_version=KAFKA_STREAMS_3X_VERSION)
+    except KsmonError as e:
+        unavailable(f"the Kafka Streams fixture app build for Kafka {KAFKA_STREAMS_3X_VERSION}", e)
 
 
 @pytest.fixture

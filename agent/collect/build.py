@@ -69,6 +69,9 @@ class PollObservation:
     metadata: ClusterMetadataCache = field(default_factory=ClusterMetadataCache)
     failures: Sequence[FailedRequest] = ()
     rebalances: Mapping[str, GroupRebalanceFacts] = field(default_factory=dict)
+    # Groups known to be Kafka Streams applications whatever they look like now
+    # (a sidecar's own app, even while its group is empty).
+    known_streams: frozenset[str] = frozenset()
 
 
 def is_streams_group(
@@ -120,7 +123,10 @@ def build_snapshot(
 ) -> Snapshot:
     group_id = listed.group_id
     described = observation.described.get(group_id)
-    streams = is_streams_group(listed, described, observation.offsets.get(group_id))
+    streams = (
+        is_streams_group(listed, described, observation.offsets.get(group_id))
+        or group_id in observation.known_streams
+    )
     modern = observation.consumer_groups.get(group_id)
     members = (
         tuple(consumer_group_member_view(m) for m in modern.members)

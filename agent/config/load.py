@@ -35,6 +35,7 @@ from agent.config.schema import (
     PollConfig,
     SaslConfig,
     SecurityConfig,
+    SidecarConfig,
     SinkConfig,
     SpoolSinkConfig,
     TlsConfig,
@@ -44,6 +45,9 @@ from agent.config.yaml_source import load_yaml
 
 _CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+# StreamsConfig's application.id validator: a legal topic-name prefix.
+_APPLICATION_ID = re.compile(r"[A-Za-z0-9._-]+")
+_HTTP_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
 
 
 def load_config(path: Path, env: Mapping[str, str] = os.environ) -> Config:
@@ -82,6 +86,7 @@ def _read_config(top: Section) -> Config:
         clusters=clusters,
         sink=_read_sink(top.section("sink", SinkConfig), clusters),
         exposition=_read_exposition(top.section("exposition", ExpositionConfig)),
+        sidecar=_read_sidecar(top.section("sidecar", SidecarConfig), clusters, agent.mode),
     )
 
 
@@ -217,12 +222,7 @@ def _read_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> SinkConfig:
 
 
 def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSinkConfig:
-    names = [c.name for c in clusters]
-    cluster = s.text("cluster", default=names[0])
-    if cluster not in names:
-        raise s.fail(
-            "cluster", f"must name a configured cluster ({', '.join(names)}), got {cluster!r}"
-        )
+    cluster = _configured_cluster(s, clusters)
     topic = s.text("topic")
     if not _TOPIC_NAME.fullmatch(topic) or topic in {".", ".."}:
         raise s.fail(
@@ -239,6 +239,17 @@ def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSi
         buffer_max_snapshots=s.integer("buffer_max_snapshots", minimum=1),
         max_message_bytes=s.size("max_message_bytes"),
     )
+
+
+def _configured_cluster(s: Section, clusters: tuple[ClusterConfig, ...]) -> str:
+    """The ``cluster`` key: a configured cluster's name, the first one by default."""
+    names = [c.name for c in clusters]
+    cluster = s.text("cluster", default=names[0])
+    if cluster not in names:
+        raise s.fail(
+            "cluster", f"must name a configured cluster ({', '.join(names)}), got {cluster!r}"
+        )
+    return cluster
 
 
 def _replication_factor(s: Section) -> int:
@@ -270,6 +281,45 @@ def _read_spool_sink(s: Section, *, needed: bool) -> SpoolSinkConfig | None:
         rotate_interval=rotate_interval,
         max_bytes=max_bytes,
     )
+
+
+def _read_sidecar(
+    s: Section, clusters: tuple[ClusterConfig, ...], mode: str
+) -> SidecarConfig | None:
+    """The sidecar section: checked whenever written, kept only in sidecar mode."""
+    if mode != "sidecar" and not s.raw:
+        return None
+    if not s.has("application_id"):
+        why = "when agent.mode is sidecar" if mode == "sidecar" else "in a sidecar section"
+        raise s.fail(
+            "application_id",
+            f"required key missing {why}; expected the Kafka Streams application.id "
+            "(the group the sidecar watches)",
+        )
+    application_id = s.text("application_id")
+    if not _APPLICATION_ID.fullmatch(application_id):
+        raise s.fail(
+            "application_id",
+            "must be a Kafka Streams application.id (letters, digits, '.', '_', '-'), "
+            f"got {application_id!r}",
+        )
+    cluster = _configured_cluster(s, clusters)
+    url = s.text("app_metrics_url")
+    if not _HTTP_URL.fullmatch(url):
+        raise s.fail(
+            "app_metrics_url",
+            "expected an http:// or https:// URL such as http://127.0.0.1:9404/metrics, "
+            f"got {url!r}",
+        )
+    sidecar = SidecarConfig(
+        application_id=application_id,
+        cluster=cluster,
+        app_metrics_url=url,
+        scrape_timeout=s.duration("scrape_timeout"),
+        state_dir=s.optional_path("state_dir"),
+        expected_stream_threads=s.optional_integer("expected_stream_threads", minimum=1),
+    )
+    return sidecar if mode == "sidecar" else None
 
 
 def _read_exposition(s: Section) -> ExpositionConfig:

@@ -161,6 +161,12 @@ class Section:
             raise self.fail(key, f"{rule or f'must be at least {minimum}'}, got {value}")
         return value
 
+    def optional_integer(self, key: str, *, minimum: int) -> int | None:
+        """A whole number, or None when the key is not written (its default is None)."""
+        if self._present(key, "a whole number") is _ABSENT:
+            return None
+        return self.integer(key, minimum=minimum)
+
     def duration(self, key: str) -> float:
         return self._parsed(key, "a duration", parse_duration, float)
 

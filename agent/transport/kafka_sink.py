@@ -169,9 +169,9 @@ class KafkaTopicSink:
             from kafka import KafkaProducer  # noqa: PLC0415 - slow import
 
             timeout_ms = int(self.delivery_timeout * 1000)
-            # The sink's own settings win over the cluster's (which carry the
-            # poll's request_timeout_ms): passing both twice is a TypeError.
-            settings = {
+            # The sink's own delivery settings win over the cluster's client settings
+            # (which carry request_timeout_ms for the Admin API polls).
+            options = {
                 **self._settings,
                 "acks": "all",
                 "enable_idempotence": True,
@@ -183,7 +183,7 @@ class KafkaTopicSink:
                 "request_timeout_ms": min(timeout_ms, 30_000) // 2,
             }
             kafka_python_fixes.install()
-            self._producer = KafkaProducer(**settings)
+            self._producer = KafkaProducer(**options)
         return self._producer
 
     def _ensure_topic(self) -> None:

@@ -17,17 +17,17 @@ Two faults are injected, neither disturbing other tests on the shared broker:
 The ``healthy`` app runs under steady load throughout; the application
 dashboard is rendered for it.
 
-Components on their way (see ``tests/support/metric_sources.py``): when the
-aggregation job or the sidecar lands, start it here and add its scrape target
-to ``targets`` under the job name ksmon's rules expect (``ksmon-aggregation``,
-``ksmon-sidecar``).
+A sidecar agent (``agent.mode: sidecar``) runs next to the healthy app's
+instance and is scraped as ``ksmon-sidecar``. Components on their way (see
+``tests/support/metric_sources.py``): when the aggregation job lands, start it
+here and add its scrape target to ``targets`` as ``ksmon-aggregation``.
 """
 
 import sys
 import textwrap
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,7 +39,7 @@ from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import KeyedLoad
 from agent.embedded.ports import LOOPBACK, free_port
 from agent.embedded.process import JvmProcess, wait_until
-from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig
+from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
 from tests.support.prometheus import RULE_FILES, PrometheusServer, rules_with_shorter_for
 from tests.support.streams import StreamsApps, unique_name
@@ -49,6 +49,7 @@ FOR_DIVISOR = 60
 UNREACHABLE_CLUSTER = "unreachable"
 LOCAL_CLUSTER = "local"
 AGENT_JOB = "ksmon-agent"
+SIDECAR_JOB = "ksmon-sidecar"
 
 
 @dataclass
@@ -102,6 +103,30 @@ def _agent_config(path: Path, kafka: EmbeddedKafka, port: int, groups: list[str]
     )
 
 
+def _sidecar_config(
+    path: Path, kafka: EmbeddedKafka, port: int, app: StreamsAppInstance, threads: int
+) -> None:
+    path.write_text(
+        textwrap.dedent(
+            f"""\
+            agent: {{id: e2e-sidecar, mode: sidecar}}
+            http: {{listen: "{LOOPBACK}:{port}"}}
+            logging: {{format: json, level: info}}
+            clusters:
+              - name: {LOCAL_CLUSTER}
+                bootstrap_servers: ["{kafka.bootstrap_servers}"]
+                poll: {{offsets_interval: 1s, metadata_interval: 5s, request_timeout: 5s}}
+            sidecar:
+              application_id: {app.config.application_id}
+              app_metrics_url: "{app.metrics_url}"
+              state_dir: "{app.state_dir}"
+              expected_stream_threads: {threads}
+            sink: {{type: none}}
+            """
+        )
+    )
+
+
 def _kafka_up(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=2) as r:
@@ -115,18 +140,24 @@ def _kafka_up(port: int) -> bool:
     return False
 
 
-def _start_agent(work_dir: Path, kafka: EmbeddedKafka, groups: list[str]) -> tuple[JvmProcess, int]:
+def _start_agent(
+    work_dir: Path, name: str, write_config: Callable[[Path, int], None]
+) -> tuple[JvmProcess, int]:
     port = free_port()
-    config = work_dir / "ksmon.yaml"
-    _agent_config(config, kafka, port, groups)
+    config = work_dir / f"{name}.yaml"
+    write_config(config, port)
     agent = JvmProcess(
-        "ksmon agent",
+        f"ksmon {name}",
         [sys.executable, "-m", "agent", "agent", "--config", str(config)],
-        work_dir / "agent.log",
+        work_dir / f"{name}.log",
         cwd=ROOT,
     )
     agent.start()
     return agent, port
+
+
+def _exited(process: JvmProcess) -> str | None:
+    return None if process.alive else f"{process.name} exited: {process.log_tail()}"
 
 
 def _is_firing(prometheus: PrometheusServer, alertname: str, labels: dict[str, str]) -> bool:
@@ -176,8 +207,22 @@ def running_scenario(
             ),
             wait=False,
         )
-        agent, agent_port = _start_agent(work_dir, kafka, [healthy, faulty])
+        agent, agent_port = _start_agent(
+            work_dir,
+            "agent",
+            lambda path, port: _agent_config(path, kafka, port, [healthy, faulty]),
+        )
         stack.callback(agent.stop, 20)
+        # A sidecar agent next to the healthy app's instance, as in its pod.
+        (healthy_instance,) = started
+        sidecar, sidecar_port = _start_agent(
+            work_dir,
+            "sidecar",
+            lambda path, port: _sidecar_config(
+                path, kafka, port, healthy_instance, healthy_instance.config.threads
+            ),
+        )
+        stack.callback(sidecar.stop, 20)
 
         rules_dir = work_dir / "rules"
         rules_dir.mkdir()
@@ -186,7 +231,10 @@ def running_scenario(
             copy = rules_dir / path.name
             copy.write_text(rules_with_shorter_for(path, FOR_DIVISOR))
             rule_files.append(copy)
-        targets = {AGENT_JOB: f"{LOOPBACK}:{agent_port}"}
+        targets = {
+            AGENT_JOB: f"{LOOPBACK}:{agent_port}",
+            SIDECAR_JOB: f"{LOOPBACK}:{sidecar_port}",
+        }
         prometheus = PrometheusServer(
             work_dir / "prometheus", {job: [t] for job, t in targets.items()}, rule_files
         )
@@ -194,12 +242,13 @@ def running_scenario(
         stack.callback(prometheus.stop)
         scenario = Scenario(prometheus, healthy, faulty, time.time(), targets)
 
-        wait_until(
-            lambda: _kafka_up(agent_port),
-            timeout=90,
-            what="the agent's first successful poll",
-            abort=lambda: None if agent.alive else f"agent exited: {agent.log_tail()}",
-        )
+        for process, port in ((agent, agent_port), (sidecar, sidecar_port)):
+            wait_until(
+                partial(_kafka_up, port),
+                timeout=90,
+                what=f"{process.name}'s first successful poll",
+                abort=partial(_exited, process),
+            )
         for instance in [*started, faulty_instance]:
             instance.wait_until_running()
         for app in (healthy, faulty):

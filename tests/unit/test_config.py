@@ -220,6 +220,43 @@ CLUSTER = "clusters:\n  - name: a\n    bootstrap_servers: [k:9092]\n"
             id="not a boolean",
         ),
         pytest.param(
+            "agent:\n  mode: sidecar\n" + MINIMAL,
+            "sidecar.application_id: required key missing when agent.mode is sidecar; expected "
+            "the Kafka Streams application.id",
+            id="sidecar mode without saying which app",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  app_metrics_url: localhost:9404\n",
+            "sidecar.app_metrics_url: expected an http:// or https:// URL such as "
+            "http://127.0.0.1:9404/metrics, got 'localhost:9404'",
+            id="a metrics URL without a scheme",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  cluster: prod\n",
+            "sidecar.cluster: must name a configured cluster (local), got 'prod'",
+            id="a sidecar on an unknown cluster",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  expected_stream_threads: 0\n",
+            "sidecar.expected_stream_threads: must be at least 1, got 0",
+            id="no stream threads expected",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: my app\n",
+            "sidecar.application_id: must be a Kafka Streams application.id",
+            id="an application id Kafka Streams refuses",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  state_directory: /x\n",
+            "sidecar.state_directory: unknown key; did you mean 'state_dir'?",
+            id="a misspelt sidecar key, even in central mode",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  scrape_timeout: 5s\n",
+            "sidecar.application_id: required key missing in a sidecar section",
+            id="a sidecar section without an application",
+        ),
+        pytest.param(
             "- just\n- a list\n",
             "test.yaml:1: expected a mapping with keys agent, clusters",
             id="not a mapping",
@@ -234,6 +271,39 @@ def test_bad_configs_give_one_line_naming_the_key(text: str, message: str) -> No
     assert message in text_of_error
     assert re.match(r"test\.yaml:\d+(:\d+)?: ", text_of_error), "file and line come first"
     assert "\n" not in text_of_error
+
+
+def test_a_sidecar_config_gets_its_defaults() -> None:
+    config = parse(
+        "agent: {mode: sidecar}\n"
+        "clusters:\n"
+        "  - {name: apps, bootstrap_servers: 'k:9092'}\n"
+        "  - {name: monitoring, bootstrap_servers: 'm:9092'}\n"
+        "sink: {kafka: {cluster: monitoring}}\n"
+        "sidecar: {application_id: orders-app}\n"
+    )
+
+    sidecar = config.sidecar
+    assert sidecar is not None
+    assert sidecar.application_id == "orders-app"
+    assert sidecar.cluster == "apps", "the first cluster; the sink may be on another"
+    assert sidecar.app_metrics_url == "http://127.0.0.1:9404/metrics"
+    assert sidecar.scrape_timeout == 5.0
+    assert (sidecar.state_dir, sidecar.expected_stream_threads) == (None, None)
+    described = config.describe()
+    assert "sidecar of Kafka Streams application orders-app on cluster apps" in described
+    assert "groups orders-app only" in described
+    assert "does not read __consumer_offsets" in described
+    assert "cluster monitoring: m:9092; not polled" in described
+
+
+def test_a_sidecar_section_is_kept_only_in_sidecar_mode() -> None:
+    text = MINIMAL + "sidecar:\n  application_id: app\n  state_dir: /state\n"
+
+    assert parse(text).sidecar is None
+    sidecar = parse("agent: {mode: sidecar}\n" + text).sidecar
+    assert sidecar is not None
+    assert sidecar.state_dir == Path("/state")
 
 
 def test_a_missing_file_is_named() -> None:
