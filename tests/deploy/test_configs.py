@@ -18,7 +18,6 @@ ENV = {
 # once they are on main these configs load, the xfail turns into a failure, and the
 # mark must go.
 NOT_YET_ON_MAIN = {
-    "examples/one-namespace/sidecar-config.yaml": "the sidecar: section (issue 4)",
     "examples/one-namespace/job-config.yaml": "the aggregation: section (issue 3)",
     "job/job.yaml": "the aggregation: section (issue 3)",
 }
