@@ -18,6 +18,7 @@ from agent.collect.offsets_tail import OffsetsTopicTail
 from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
 from agent.collect.schedule import PollScheduler, ScheduledPoller
 from agent.config import Config, kafka_client_settings
+from agent.errors import ConfigError
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.exposition.http import MetricsServer
@@ -81,9 +82,15 @@ class AgentRunner:
                 lag_granularity=config.exposition.lag_granularity,
             )
         )
-        self.server = MetricsServer(
-            registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
-        )
+        try:
+            self.server = MetricsServer(
+                registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
+            )
+        except OSError as e:  # the port is taken, or the host is not an address of this machine
+            self.sink.close(timeout=0)
+            raise ConfigError(
+                f"http.listen: cannot serve /metrics on {config.http.listen}: {e.strerror or e}"
+            ) from None
         self._stopped = threading.Event()
 
     def _on_result(self, result: PollResult) -> None:
