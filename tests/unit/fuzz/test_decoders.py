@@ -31,7 +31,7 @@ from tests.unit.fuzz import mutations, strategies, wire
 from tests.unit.fuzz.targets import BINARY_TARGETS, TARGETS, Target
 from tests.unit.streams.vectors import VECTORS
 
-EXAMPLES = int(os.environ.get("KSMON_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("KSMON_FUZZ_EXAMPLES", "100"))
 # No example database: runs leave nothing behind in the working tree.
 FUZZ = settings(
     max_examples=EXAMPLES,
@@ -39,6 +39,8 @@ FUZZ = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# The member pipeline builds two messages of two formats per example.
+FUZZ_MEMBERS = settings(FUZZ, max_examples=max(10, EXAMPLES // 2))
 by_name = pytest.mark.parametrize("target", TARGETS, ids=lambda t: t.name)
 
 
@@ -151,7 +153,7 @@ def streams_members(draw: st.DrawFn) -> tuple[bytes, bytes, dict[TaskId, list[To
     return metadata, assignment, expected
 
 
-@FUZZ
+@FUZZ_MEMBERS
 @given(streams_members())
 def test_a_valid_member_decodes_without_errors(
     member: tuple[bytes, bytes, dict[TaskId, list[TopicPartition]]],
@@ -165,7 +167,7 @@ def test_a_valid_member_decodes_without_errors(
     assert decoded.active_tasks == expected
 
 
-@FUZZ
+@FUZZ_MEMBERS
 @given(streams_members(), st.sampled_from(["metadata", "assignment", "both"]), st.data())
 def test_a_damaged_member_gives_typed_errors_and_keeps_the_undamaged_blob(
     member: tuple[bytes, bytes, dict[TaskId, list[TopicPartition]]],
@@ -190,7 +192,7 @@ def test_a_damaged_member_gives_typed_errors_and_keeps_the_undamaged_blob(
         assert decoded.active_tasks == expected
 
 
-@FUZZ
+@FUZZ_MEMBERS
 @given(
     st.sampled_from([strategies.subscription_infos(), strategies.assignment_infos()]).flatmap(
         lambda s: s
