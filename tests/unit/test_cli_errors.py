@@ -5,35 +5,22 @@ every one of them stops before the first connection.
 """
 
 import logging
-import os
 import signal
 import socket
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from agent import cli
+from tests.support.agent_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKEN = (
     "clusters:\n  - name: a\n    bootstrap_servers: [k:9092]\n    poll: {offsets_interval: soon}\n"
 )
 SECRET = "cli-test-secret-3f9a"  # noqa: S105 - a throwaway value
-
-
-def ksmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "agent", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env={**os.environ, **(env or {})},
-        check=False,
-    )
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
@@ -64,7 +51,7 @@ def broken(tmp_path: Path) -> Path:
 def test_a_broken_config_is_one_line_naming_file_line_and_key(
     broken: Path, command: list[str]
 ) -> None:
-    result = ksmon(*(part.replace("{file}", str(broken)) for part in command))
+    result = run_cli(*(part.replace("{file}", str(broken)) for part in command))
 
     assert_one_error_line(
         result, f"{broken}:4: clusters[0].poll.offsets_interval: expected a duration"
@@ -80,7 +67,7 @@ def test_a_missing_ca_file_is_one_line_naming_the_key(tmp_path: Path) -> None:
     )
 
     for command in (["check-config", str(config)], ["agent", "--config", str(config)]):
-        result = ksmon(*command, env={"PW": SECRET})
+        result = run_cli(*command, env={"PW": SECRET})
         assert_one_error_line(
             result,
             "clusters[0].security.tls.ca_file: cannot read /no/such/ca.pem: "
@@ -107,7 +94,7 @@ def test_a_taken_metrics_port_is_one_line_naming_http_listen(
         "    offsets_topic: {read: false}\nsink: {type: none}\n"
     )
 
-    result = ksmon("agent", "--config", str(config))
+    result = run_cli("agent", "--config", str(config))
 
     assert_one_error_line(
         result,
