@@ -8,6 +8,7 @@ returns; ``stop`` stops them in reverse order.
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -42,17 +43,24 @@ def agent_identity(config: Config, env: dict[str, str] | None = None) -> AgentIn
 
 
 class AgentRunner:
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        edge_factory: Callable[[dict[str, object]], KafkaEdge] = KafkaEdge,
+    ) -> None:
+        """``edge_factory`` makes each cluster's Admin connection; fault tests wrap it."""
         self.config = config
         identity = agent_identity(config)
         self.sink = open_sink(config)
         self.edges: dict[str, KafkaEdge] = {}
         self.tails: dict[str, OffsetsTopicTail] = {}
+        self.pollers: dict[str, ClusterPoller] = {}
         scheduled = []
         for cluster in config.clusters:
             settings = kafka_client_settings(cluster)
             timeout_ms = int(cluster.poll.request_timeout * 1000)
-            edge = KafkaEdge({**settings, "bootstrap_timeout_ms": timeout_ms})
+            edge = edge_factory({**settings, "bootstrap_timeout_ms": timeout_ms})
             self.edges[cluster.name] = edge
             tail = OffsetsTopicTail(settings, cluster.name) if cluster.offsets_topic.read else None
             if tail is not None:
@@ -66,6 +74,7 @@ class AgentRunner:
                 history=OffsetHistory(max_age_seconds=config.exposition.lag_history),
                 rebalances=tail,
             )
+            self.pollers[cluster.name] = poller
             scheduled.append(ScheduledPoller(poller, cluster.poll.offsets_interval))
         self.state = AgentState(
             [c.name for c in config.clusters],
