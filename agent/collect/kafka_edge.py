@@ -609,10 +609,14 @@ def _explain(described: list[tuple[str, str]], *, sasl: bool) -> str:
             if any(needle in f"{name} {text}".lower() for needle in needles):
                 return explanation.format(error=f"{name}: {text}")
     name, text = described[-1]
-    if sasl and all(t == "socket disconnected" for _, t in described):
-        # kafka-python drops the broker's SASL error when the connection's close
-        # arrives in the same read as the error response; the close right after
-        # the SASL exchange is then all there is to see.
+    disconnects = [(n, t) for n, t in described if t == "socket disconnected"]
+    timeouts = [n for n, _ in described if "TimedOut" in n or "Timeout" in n]
+    if sasl and disconnects and len(disconnects) + len(timeouts) == len(described):
+        # The broker answers a refused login after a delay and closes the
+        # connection right after; kafka-python drops the answer when both arrive
+        # in one read. A close right after every login (the last attempt maybe
+        # cut short by the bootstrap timeout) is then all there is to see.
+        name, text = disconnects[-1]
         return (
             f"cannot connect: {name}: {text}: the broker closed every connection during "
             "login, which with SASL usually means refused credentials; check the SASL "

@@ -188,5 +188,8 @@ def test_sasl_with_the_right_password_polls_and_a_wrong_one_is_one_clear_line(
     lines = wrong.stderr.strip().splitlines()
     assert len(lines) == 1, wrong.stderr
     assert lines[0].startswith("ksmon: error: cannot poll cluster local")
-    assert "authentication failed" in lines[0]
+    # "authentication failed (...)", or when kafka-python loses the broker's answer
+    # (docs/security.md) "the broker closed every connection during login": both
+    # end by pointing at the credentials.
+    assert lines[0].endswith("check the SASL mechanism, username and password")
     assert wrong_password not in wrong.stderr + wrong.stdout

@@ -20,6 +20,7 @@ HOST = (
 )
 DISCONNECTED = ("KafkaConnectionError", "socket disconnected")
 REFUSED = ("KafkaConnectionError", "[Errno 111] Connection refused")
+TIMED_OUT = ("RequestTimedOutError", "Request timed out after 47 ms")
 
 
 @pytest.mark.parametrize(
@@ -50,6 +51,19 @@ REFUSED = ("KafkaConnectionError", "[Errno 111] Connection refused")
             "cannot connect: KafkaConnectionError: socket disconnected: the broker closed "
             "every connection during login",
             id="SASL error lost by the client: a hint, not a guess stated as fact",
+        ),
+        pytest.param(
+            [DISCONNECTED, DISCONNECTED, TIMED_OUT],
+            True,
+            "cannot connect: KafkaConnectionError: socket disconnected: the broker closed "
+            "every connection during login",
+            id="the last login cut short by the bootstrap timeout",
+        ),
+        pytest.param(
+            [TIMED_OUT],
+            True,
+            "cannot connect: RequestTimedOutError: Request timed out after 47 ms",
+            id="only timeouts: no reason to suspect the credentials",
         ),
         pytest.param(
             [DISCONNECTED],
