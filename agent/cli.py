@@ -6,12 +6,14 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 
-from agent import __version__
+from agent import __version__, redaction
 from agent.errors import KsmonError
+from agent.logs import RedactSecrets
 
 log = logging.getLogger("ksmon")
 
@@ -125,16 +127,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except KsmonError as e:
-        print(f"ksmon: error: {e}", file=sys.stderr)
+        print(f"ksmon: error: {redaction.redact(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, and never a secret
+        if args.verbose:
+            trace = "".join(traceback.format_exception(e))
+            print(redaction.redact(trace), file=sys.stderr, end="")
+        what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        print(
+            f"ksmon: error: unexpected {redaction.redact(what)}"
+            + ("" if args.verbose else " (run with -v for the traceback)"),
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _configure_logging(*, verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr
     )
+    # -v shows kafka-python's debug lines, which print the client config, password included.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactSecrets())
     # kafka-python logs every refused connection while a broker starts; only
     # its errors matter to a person at a terminal.
     logging.getLogger("kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
@@ -150,21 +166,11 @@ def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
 
 def _agent(args: argparse.Namespace) -> int:
     from agent import logs  # noqa: PLC0415
-    from agent.commands import run_agent  # noqa: PLC0415
-    from agent.config import load_config  # noqa: PLC0415
+    from agent.commands import load_usable_config, run_agent  # noqa: PLC0415
 
-    config = load_config(args.config)
-    secrets = [
-        s.reveal()
-        for c in config.clusters
-        for s in (
-            c.security.sasl.password if c.security.sasl else None,
-            c.security.tls.key_password if c.security.tls else None,
-        )
-        if s is not None
-    ]
+    config = load_usable_config(args.config)
     level = "debug" if args.verbose else config.logging.level
-    logs.configure(level=level, json_format=config.logging.format == "json", secrets=secrets)
+    logs.configure(level=level, json_format=config.logging.format == "json")
     run_agent(config)
     return 0
 

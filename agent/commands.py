@@ -12,6 +12,7 @@ from pathlib import Path
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
+from agent.config.tls_files import check_tls_files
 from agent.errors import ConfigError, KsmonError
 from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
@@ -27,8 +28,15 @@ class ClusterUnreachableError(KsmonError):
     retriable = True
 
 
+def load_usable_config(path: Path) -> Config:
+    """The config at ``path``, validated, with the TLS files it names readable and valid."""
+    config = load_config(path)
+    check_tls_files(config, str(path))
+    return config
+
+
 def check_config(path: Path) -> str:
-    return load_config(path).describe()
+    return load_usable_config(path).describe()
 
 
 def run_agent(config: Config) -> None:
@@ -57,7 +65,7 @@ def snapshot_target(
     config_path: Path | None, bootstrap: str | None, cluster: str | None
 ) -> SnapshotTarget:
     if config_path is not None:
-        config = load_config(config_path)
+        config = load_usable_config(config_path)
     elif bootstrap is not None:
         config = parse_config(
             json.dumps({"clusters": [{"name": cluster or "cli", "bootstrap_servers": bootstrap}]}),

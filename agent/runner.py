@@ -8,6 +8,7 @@ returns; ``stop`` stops them in reverse order.
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -19,6 +20,7 @@ from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
 from agent.collect.schedule import PollScheduler, ScheduledPoller
 from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.config import Config, SidecarConfig, kafka_client_settings
+from agent.errors import ConfigError
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.exposition.http import MetricsServer
@@ -56,12 +58,19 @@ def _sidecar_collector(sidecar: SidecarConfig, identity: AgentInfo) -> SidecarCo
 
 
 class AgentRunner:
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        edge_factory: Callable[[dict[str, object]], KafkaEdge] = KafkaEdge,
+    ) -> None:
+        """``edge_factory`` makes each cluster's Admin connection; fault tests wrap it."""
         self.config = config
         identity = agent_identity(config)
         self.sink = open_sink(config)
         self.edges: dict[str, KafkaEdge] = {}
         self.tails: dict[str, OffsetsTopicTail] = {}
+        self.pollers: dict[str, ClusterPoller] = {}
         scheduled = []
         sidecar = config.sidecar
         # A sidecar polls only the cluster its app runs on (others may host the sink).
@@ -69,7 +78,7 @@ class AgentRunner:
         for cluster in polled:
             settings = kafka_client_settings(cluster)
             timeout_ms = int(cluster.poll.request_timeout * 1000)
-            edge = KafkaEdge({**settings, "bootstrap_timeout_ms": timeout_ms})
+            edge = edge_factory({**settings, "bootstrap_timeout_ms": timeout_ms})
             self.edges[cluster.name] = edge
             # A sidecar never tails __consumer_offsets: every pod reading it all would not scale.
             reads_offsets_topic = cluster.offsets_topic.read and sidecar is None
@@ -86,6 +95,7 @@ class AgentRunner:
                 rebalances=tail,
                 sidecar=_sidecar_collector(sidecar, identity) if sidecar is not None else None,
             )
+            self.pollers[cluster.name] = poller
             scheduled.append(ScheduledPoller(poller, cluster.poll.offsets_interval))
         self.state = AgentState(
             [c.name for c in polled],
@@ -102,9 +112,15 @@ class AgentRunner:
                 lag_granularity=config.exposition.lag_granularity,
             )
         )
-        self.server = MetricsServer(
-            registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
-        )
+        try:
+            self.server = MetricsServer(
+                registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
+            )
+        except OSError as e:  # the port is taken, or the host is not an address of this machine
+            self.sink.close(timeout=0)
+            raise ConfigError(
+                f"http.listen: cannot serve /metrics on {config.http.listen}: {e.strerror or e}"
+            ) from None
         self._stopped = threading.Event()
 
     def _on_result(self, result: PollResult) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.config.location import ConfigFileError, Place
-from agent.config.reader import Section
+from agent.config.reader import INT32_MAX, Section
 from agent.config.schema import (
     AGENT_MODES,
     COMPRESSIONS,
@@ -48,6 +48,7 @@ _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 # StreamsConfig's application.id validator: a legal topic-name prefix.
 _APPLICATION_ID = re.compile(r"[A-Za-z0-9._-]+")
 _HTTP_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
+INT16_MAX = 2**15 - 1
 
 
 def load_config(path: Path, env: Mapping[str, str] = os.environ) -> Config:
@@ -237,7 +238,8 @@ def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSi
         replication_factor=_replication_factor(s),
         compression=s.choice("compression", COMPRESSIONS),
         buffer_max_snapshots=s.integer("buffer_max_snapshots", minimum=1),
-        max_message_bytes=s.size("max_message_bytes"),
+        # The topic's max.message.bytes is an int32 on the broker.
+        max_message_bytes=s.size("max_message_bytes", maximum=INT32_MAX),
     )
 
 
@@ -254,7 +256,8 @@ def _configured_cluster(s: Section, clusters: tuple[ClusterConfig, ...]) -> str:
 
 def _replication_factor(s: Section) -> int:
     rule = "must be -1 (the broker's default) or at least 1"
-    factor = s.integer("replication_factor", minimum=-1, rule=rule)
+    # CreateTopics carries the replication factor as an int16.
+    factor = s.integer("replication_factor", minimum=-1, maximum=INT16_MAX, rule=rule)
     if factor == 0:
         raise s.fail("replication_factor", f"{rule}, got 0")
     return factor

@@ -20,6 +20,20 @@ class RecordError(ValueError):
     """A JSON document does not fit the record type; the message names the field path."""
 
 
+class NewerSchemaError(RecordError):
+    """A record written with a newer schema version than this reader knows.
+
+    Not malformed: a newer agent wrote it after a change older readers cannot
+    ignore (additive changes keep the version). Readers keep such records
+    aside (the job quarantines them as ``future_version``) instead of guessing.
+    """
+
+    def __init__(self, version: int, known: int) -> None:
+        super().__init__(f"$.schema_version: {version} is newer than this reader's {known}")
+        self.version = version
+        self.known = known
+
+
 def to_plain(value: object) -> object:
     """A dataclass tree as dicts, lists and scalars, ready for ``json.dumps``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -12,7 +12,7 @@ Kafka offsets (int). ``None`` means unknown, never zero.
 import json
 from dataclasses import dataclass
 
-from agent.model.records import RecordError, from_plain, to_json_bytes
+from agent.model.records import NewerSchemaError, RecordError, from_plain, to_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -310,18 +310,26 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> "Snapshot":
-        """Parse a snapshot; raises ``RecordError`` naming the offending field."""
+        """Parse a snapshot; raises ``RecordError`` naming the offending field.
+
+        A snapshot of a newer schema version raises ``NewerSchemaError`` (a
+        ``RecordError``), so a reader can tell "from the future" from "broken".
+        """
         try:
             plain = json.loads(data)
         except ValueError as e:
             raise RecordError(f"not JSON: {e}") from e
+        except RecursionError:
+            # json.loads recurses per nesting level: a hostile or corrupt
+            # document of many nested brackets must be an error, not a crash.
+            raise RecordError("not JSON a snapshot can be: nested too deeply") from None
         if not isinstance(plain, dict):
             raise RecordError("$: expected an object")
         version = plain.get("schema_version")
-        if not isinstance(version, int) or version < 1:
-            raise RecordError(f"$.schema_version: expected a positive integer, got {version!r}")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            shown = repr(version)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."  # noqa: PLR2004
+            raise RecordError(f"$.schema_version: expected a positive integer, got {shown}")
         if version > SCHEMA_VERSION:
-            raise RecordError(
-                f"$.schema_version: {version} is newer than this reader's {SCHEMA_VERSION}"
-            )
+            raise NewerSchemaError(version, SCHEMA_VERSION)
         return from_plain(cls, plain)
