@@ -1,0 +1,106 @@
+"""``ksmon demo`` headless: it finds the hot partitions it planted, and Ctrl-C leaves
+no process and no listening port behind."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agent.demo.run import active_findings
+from agent.embedded.ports import is_listening
+from agent.embedded.process import wait_until
+from agent.embedded.streams_app import StreamsAppBuild
+from tests.support.processes import alive, descendants, listening_ports
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Output:
+    """The demo's stdout, collected line by line on a thread (so reading never blocks)."""
+
+    def __init__(self, process: subprocess.Popen[str]) -> None:
+        self.lines: list[str] = []
+        assert process.stdout is not None
+        self._thread = threading.Thread(target=self._read, args=(process.stdout,), daemon=True)
+        self._thread.start()
+
+    def _read(self, stream: object) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+    def port(self, what: str) -> int | None:
+        match = re.search(rf"{what}.*?http://127\.0\.0\.1:(\d+)/metrics", self.text)
+        return int(match[1]) if match else None
+
+
+def test_the_demo_shows_its_hot_partitions_and_ctrl_c_leaves_nothing_behind(
+    streams_app_build: StreamsAppBuild,  # built once per session, so the demo's build is cached
+) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "agent", "demo"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    output = Output(process)
+    try:
+        wait_until(
+            lambda: output.port("aggregation job") is not None,
+            timeout=240,
+            what="the demo to start the aggregation job",
+            abort=lambda: None if process.poll() is None else f"demo exited:\n{output.text}",
+        )
+        job_port = output.port("aggregation job")
+        agent_port = output.port("ksmon agent")
+        assert job_port is not None
+        assert agent_port is not None
+        started = time.monotonic()
+        wait_until(
+            lambda: any(f.kind == "hot_partitions_colocated" for f in active_findings(job_port)),
+            timeout=240,
+            what="the hot_partitions_colocated finding on the job's /metrics",
+            abort=lambda: None if process.poll() is None else f"demo exited:\n{output.text}",
+        )
+        detection_seconds = time.monotonic() - started
+        wait_until(
+            lambda: "hot_partitions_colocated" in output.text,
+            timeout=30,
+            what="the finding in the demo's terminal output",
+        )
+        # The planted trouble is what was found: the instance that holds both hot tasks.
+        planted = re.search(r"both on instance (\S+)", output.text)
+        assert planted is not None, output.text
+        assert any(
+            f.kind == "hot_partitions_colocated" and f"instance {planted[1]}" in f.subject
+            for f in active_findings(job_port)
+        ), output.text
+
+        children = descendants(process.pid)
+        ports = listening_ports(children | {process.pid})
+        assert {agent_port, job_port} <= ports, "the demo's own endpoints are among them"
+        print(f"detection took {detection_seconds:.0f} s; {len(children)} processes, ports {ports}")
+
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 0, output.text
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+    wait_until(lambda: not alive(children), timeout=30, what="every child of the demo to exit")
+    assert not [p for p in ports if is_listening(p)], "a port the demo listened on is still open"
+    assert "nothing left running" in output.text
