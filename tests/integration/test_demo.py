@@ -92,7 +92,8 @@ def test_the_demo_shows_its_hot_partitions_and_ctrl_c_leaves_nothing_behind(
         children = descendants(process.pid)
         ports = listening_ports(children | {process.pid})
         assert {agent_port, job_port} <= ports, "the demo's own endpoints are among them"
-        print(f"detection took {detection_seconds:.0f} s; {len(children)} processes, ports {ports}")
+        # Well within the minute of JVMs being up, on a quiet machine.
+        assert detection_seconds < 240, detection_seconds
 
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=120) == 0, output.text

@@ -1,6 +1,5 @@
 """What a process left behind: its descendants and the TCP ports they listen on (Linux /proc)."""
 
-import os
 from pathlib import Path
 
 _PROC = Path("/proc")
@@ -49,7 +48,7 @@ def listening_ports(pids: set[int]) -> set[int]:
     for pid in pids:
         try:
             for fd in (_PROC / str(pid) / "fd").iterdir():
-                target = os.readlink(fd)
+                target = str(fd.readlink())
                 if target.startswith("socket:["):
                     inodes.add(target[len("socket:[") : -1])
         except OSError:
