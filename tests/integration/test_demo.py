@@ -7,7 +7,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -68,14 +67,12 @@ def test_the_demo_shows_its_hot_partitions_and_ctrl_c_leaves_nothing_behind(
         agent_port = output.port("ksmon agent")
         assert job_port is not None
         assert agent_port is not None
-        started = time.monotonic()
         wait_until(
             lambda: any(f.kind == "hot_partitions_colocated" for f in active_findings(job_port)),
             timeout=240,
             what="the hot_partitions_colocated finding on the job's /metrics",
             abort=lambda: None if process.poll() is None else f"demo exited:\n{output.text}",
         )
-        detection_seconds = time.monotonic() - started
         wait_until(
             lambda: "hot_partitions_colocated" in output.text,
             timeout=30,
@@ -92,8 +89,6 @@ def test_the_demo_shows_its_hot_partitions_and_ctrl_c_leaves_nothing_behind(
         children = descendants(process.pid)
         ports = listening_ports(children | {process.pid})
         assert {agent_port, job_port} <= ports, "the demo's own endpoints are among them"
-        # Well within the minute of JVMs being up, on a quiet machine.
-        assert detection_seconds < 240, detection_seconds
 
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=120) == 0, output.text
