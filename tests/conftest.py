@@ -1,7 +1,8 @@
-"""Session-wide real components: one Kafka broker, one fixture-app build."""
+"""Session-wide real components: one Kafka broker, one fixture-app build, one Spark session."""
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -10,6 +11,9 @@ from agent.embedded.streams_app import StreamsAppBuild, build_streams_app
 from agent.errors import KsmonError
 from tests.support.environment import unavailable
 from tests.support.streams import StreamsApps
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # A PLAIN user on the session broker's SASL_PLAINTEXT listener (kafka.sasl_bootstrap_servers).
 SASL_USER = "ksmon"
@@ -57,3 +61,16 @@ def streams_apps(
     apps = StreamsApps(kafka, streams_app_build, tmp_path)
     yield apps
     apps.stop_all()
+
+
+@pytest.fixture(scope="session")
+def spark() -> "Iterator[SparkSession]":
+    """The session's one real Spark (``local[2]``, small-data settings, UI off)."""
+    try:
+        from agent.aggregation.session import spark_session  # noqa: PLC0415 - starts a JVM
+
+        session = spark_session("ksmon-tests", master="local[2]", shuffle_partitions=1)
+    except Exception as e:  # noqa: BLE001 - any failure to start Spark is "unavailable"
+        unavailable("Spark (pyspark local[2])", e)
+    yield session
+    session.stop()

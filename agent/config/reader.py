@@ -161,6 +161,20 @@ class Section:
             raise self.fail(key, f"{rule or f'must be at least {minimum}'}, got {value}")
         return value
 
+    def number(self, key: str, *, minimum: float, maximum: float | None = None) -> float:
+        """A number (whole or not) in ``[minimum, maximum]``."""
+        value = self._present(key, "a number")
+        if value is _ABSENT:
+            return self._default(key, float, "a number")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, f"expected a number, got {shown(value)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f"at least {minimum:g}"
+            if maximum is not None:
+                bounds = f"from {minimum:g} to {maximum:g}"
+            raise self.fail(key, f"must be {bounds}, got {value}")
+        return float(value)
+
     def duration(self, key: str) -> float:
         return self._parsed(key, "a duration", parse_duration, float)
 

@@ -9,10 +9,9 @@ Times are Unix seconds (float) unless a name ends in ``_ms``; offsets are
 Kafka offsets (int). ``None`` means unknown, never zero.
 """
 
-import json
 from dataclasses import dataclass
 
-from agent.model.records import RecordError, from_plain, to_json_bytes
+from agent.model.records import decode_versioned, from_plain, to_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -300,17 +299,4 @@ class Snapshot:
     @classmethod
     def from_json(cls, data: bytes | str) -> "Snapshot":
         """Parse a snapshot; raises ``RecordError`` naming the offending field."""
-        try:
-            plain = json.loads(data)
-        except ValueError as e:
-            raise RecordError(f"not JSON: {e}") from e
-        if not isinstance(plain, dict):
-            raise RecordError("$: expected an object")
-        version = plain.get("schema_version")
-        if not isinstance(version, int) or version < 1:
-            raise RecordError(f"$.schema_version: expected a positive integer, got {version!r}")
-        if version > SCHEMA_VERSION:
-            raise RecordError(
-                f"$.schema_version: {version} is newer than this reader's {SCHEMA_VERSION}"
-            )
-        return from_plain(cls, plain)
+        return from_plain(cls, decode_versioned(data, SCHEMA_VERSION))
