@@ -29,38 +29,24 @@ from agent.aggregation.detectors.restore_stalled import restore_results
 from agent.aggregation.detectors.stream_threads_dead import thread_results
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.rates import Rates, compute_rates
+from agent.aggregation.results import (
+    GAUGE_LABELS,
+    INSTANCE_LOAD,
+    PARTITION_RATE,
+    REBALANCES,
+    RESTORE_ETA,
+    RESTORE_RATE,
+    RESTORE_REMAINING,
+    TASK_RATE,
+    THREAD_LOAD,
+    THREADS_EXPECTED,
+    UNSTABLE_RATIO,
+    GaugeRow,
+)
 from agent.aggregation.tables import KEYS, SERIES, Tables, build_tables, regrouped
 from agent.aggregation.windows import reused
 from agent.config.schema import DetectorsConfig
 from agent.model.findings import FindingSubject
-
-# Gauge names inside the job; exposition maps them to metric families.
-PARTITION_RATE = "partition_rate"
-TASK_RATE = "task_rate"
-THREAD_LOAD = "thread_load"
-INSTANCE_LOAD = "instance_load"
-THREADS_EXPECTED = "threads_expected"
-RESTORE_REMAINING = "restore_remaining"
-RESTORE_RATE = "restore_rate"
-RESTORE_ETA = "restore_eta"
-REBALANCES = "rebalances"
-UNSTABLE_RATIO = "unstable_ratio"
-
-_LABELS = ("process", "thread", "task", "topic", "partition", "source")
-
-
-@dataclass(frozen=True, slots=True)
-class GaugeRow:
-    metric: str
-    cluster: str
-    group: str
-    value: float
-    process: str | None = None
-    thread: int | None = None
-    task: str | None = None
-    topic: str | None = None
-    partition: int | None = None
-    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -163,7 +149,7 @@ def _gauges(
             *KEYS,
             F.lit(metric).alias("metric"),
             F.col(value).cast("double").alias("value"),
-            *[labels.get(label, F.lit(None)).alias(label) for label in _LABELS],
+            *[labels.get(label, F.lit(None)).alias(label) for label in GAUGE_LABELS],
             F.lit(0).alias("priority"),
         )
 
@@ -171,6 +157,12 @@ def _gauges(
         rates.units.where(F.col("unit_kind") == "task")
         .groupBy(*KEYS, "unit")
         .agg(F.sum("rate").alias("rate"))
+    )
+    # Instances of Kafka Streams apps only: a plain consumer's "instance" is a client id.
+    streams_instances = rates.instances.join(
+        rates.units.where(F.col("unit_kind") == "task").select(*KEYS, "process").distinct(),
+        [*KEYS, "process"],
+        "left_semi",
     )
     restore_eta = restore.where(F.col("rate") > 0).withColumn(
         "eta", F.try_divide(F.col("remaining"), F.col("rate"))
@@ -191,14 +183,14 @@ def _gauges(
             process=F.col("process"),
             thread=F.col("thread"),
         ),
-        gauge(rates.instances, INSTANCE_LOAD, "load", process=F.col("process")),
+        gauge(streams_instances, INSTANCE_LOAD, "load", process=F.col("process")),
         threads.select(
             *KEYS,
             F.lit(THREADS_EXPECTED).alias("metric"),
             F.col("value"),
             *[
                 (F.col("process") if label == "process" else F.lit(None)).alias(label)
-                for label in _LABELS
+                for label in GAUGE_LABELS
             ],
             "priority",
         ),
@@ -289,7 +281,7 @@ def _collected(rows: Sequence[object]) -> EvaluationResult:
             # Several agents may watch a group: a configured value (priority 0) before a
             # guess, then the newest view.
             rank = (r["priority"] or 0, -r["t"], r["agent"])
-            key = (gauge.metric, gauge.cluster, gauge.group, *(r[label] for label in _LABELS))
+            key = (gauge.metric, gauge.cluster, gauge.group, *(r[label] for label in GAUGE_LABELS))
             if key not in gauges or rank < gauges[key][0]:
                 gauges[key] = (rank, gauge)
     result.gauges.extend(gauge for _rank, gauge in gauges.values())

@@ -27,8 +27,19 @@ KEY_COLUMNS = ("cluster", "group", "agent", "t")
 
 @dataclass(frozen=True)
 class Parsed:
-    parsed: DataFrame
-    quarantined: DataFrame
+    parsed: DataFrame  # KEY_COLUMNS and ``s``
+    quarantined: DataFrame  # value, origin, reason
+    # One row per input: ``reason`` (null when fine) and, for fine ones, KEY_COLUMNS.
+    classified: DataFrame
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What one batch of input held: the snapshots by series and time, and the rejects."""
+
+    snapshots: list[tuple[str, str, str, float]]  # distinct (cluster, group, agent, t)
+    accepted: int  # snapshot records, duplicates included
+    quarantined: dict[str, int]  # reason -> records
 
 
 def parse_snapshots(raw: DataFrame) -> Parsed:
@@ -58,7 +69,29 @@ def parse_snapshots(raw: DataFrame) -> Parsed:
         snapshot.alias("s"),
     )
     quarantined = classified.where(F.col("reason").isNotNull()).select("value", "origin", "reason")
-    return Parsed(parsed, quarantined)
+    keys = classified.select(
+        "reason",
+        F.when(F.col("reason").isNull(), F.col("j.cluster")).alias("cluster"),
+        F.when(F.col("reason").isNull(), F.col("j.group.group_id")).alias("group"),
+        F.when(F.col("reason").isNull(), F.col("j.agent.id")).alias("agent"),
+        F.when(F.col("reason").isNull(), F.col("j.poll.started_at")).alias("t"),
+    )
+    return Parsed(parsed, quarantined, keys)
+
+
+def take_inventory(parsed: Parsed) -> Inventory:
+    """One small Spark job: which snapshots arrived, and how many were set aside why."""
+    rows = parsed.classified.groupBy(*parsed.classified.columns).count().collect()
+    snapshots: list[tuple[str, str, str, float]] = []
+    accepted = 0
+    quarantined: dict[str, int] = {}
+    for row in rows:
+        if row["reason"] is None:
+            snapshots.append((row["cluster"], row["group"], row["agent"], row["t"]))
+            accepted += row["count"]
+        else:
+            quarantined[row["reason"]] = quarantined.get(row["reason"], 0) + row["count"]
+    return Inventory(sorted(snapshots), accepted, quarantined)
 
 
 def _malformed(j: Column) -> Column:
