@@ -65,12 +65,17 @@ def streams_apps(
 
 @pytest.fixture(scope="session")
 def spark() -> "Iterator[SparkSession]":
-    """The session's one real Spark (``local[2]``, small-data settings, UI off)."""
+    """The session's one real Spark (``local[2]``, small-data settings, UI off), with the
+    Kafka source's jars (resolved from Maven Central into the cache once)."""
     try:
+        from agent.aggregation.kafka_package import kafka_source_jars  # noqa: PLC0415
         from agent.aggregation.session import spark_session  # noqa: PLC0415 - starts a JVM
 
-        session = spark_session("ksmon-tests", master="local[2]", shuffle_partitions=1)
+        jars = ",".join(str(jar) for jar in kafka_source_jars())
+        session = spark_session(
+            "ksmon-tests", master="local[2]", shuffle_partitions=1, extra={"spark.jars": jars}
+        )
     except Exception as e:  # noqa: BLE001 - any failure to start Spark is "unavailable"
-        unavailable("Spark (pyspark local[2])", e)
+        unavailable("Spark (pyspark local[2] with the Kafka source)", e)
     yield session
     session.stop()

@@ -69,6 +69,8 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
     from agent.aggregation.job import AggregationJob, job_session  # noqa: PLC0415 - Spark
 
     spark = job_session(config, master=master)
+    # py4j reports its callback connection closing at shutdown as an error with a traceback.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
     job = AggregationJob(config, spark)
     done = threading.Event()
     previous = {

@@ -20,6 +20,9 @@ SMALL_DATA_CONF: dict[str, str] = {
     "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
     # Many small operators: compiling whole stages costs more than it saves.
     "spark.sql.codegen.wholeStage": "false",
+    # An evaluation has many hundreds of distinct expressions; with the default cache
+    # of 100 compiled classes each micro-batch compiled most of them again.
+    "spark.sql.codegen.cache.maxEntries": "5000",
     "spark.sql.adaptive.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
