@@ -1,13 +1,15 @@
 """no_live_consumers (critical): the group is left with no members and its lag grows.
 
-"Left": it had members within ``thread_history``. A group nobody has consumed
-for longer is abandoned, not broken, and the agent's lag metrics cover it.
+"Left": it had members within ``thread_history``, and has had none for
+``thread_death_grace`` (a single member re-joining after a poll timeout
+leaves the group empty for a moment). A group nobody has consumed for
+longer is abandoned, not broken, and the agent's lag metrics cover it.
 """
 
 from pyspark.sql import functions as F
 
 from agent.aggregation.candidates import Context, Detection, candidates, everywhere
-from agent.aggregation.windows import evaluated, looking_back
+from agent.aggregation.windows import evaluated, looking_back, with_run_start
 
 KIND = "no_live_consumers"
 
@@ -17,8 +19,9 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
     groups = ctx.tables.groups
     window = looking_back(p.evaluation_window)
     history = looking_back(p.thread_history)
+    empty = with_run_start(groups, F.col("member_count") == 0, "count_since")
     judged = (
-        groups.withColumn("lag_start", F.first("lag_total").over(window))
+        empty.withColumn("lag_start", F.first("lag_total").over(window))
         .withColumn("lag_start_t", F.first("t").over(window))
         .withColumn(
             "members_last_seen", F.max(F.when(F.col("member_count") > 0, F.col("t"))).over(history)
@@ -27,6 +30,7 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
     )
     holds = evaluated(judged, ctx.evaluations).where(
         (F.col("member_count") == 0)
+        & (F.col("t") - F.col("count_since") >= p.thread_death_grace)
         & F.col("members_last_seen").isNotNull()
         & (F.col("lag_growth") > 0)
     )

@@ -13,7 +13,8 @@ of the window, unless that is legitimate churn:
   Streams process and thread index, else a client id) was replaced at most
   once, and no newcomer came and went again within the window. Each member
   that joined or left explains up to ``EVENTS_PER_MEMBER_CHANGE`` events
-  (the join itself and the follow-up rebalance of cooperative assignment).
+  (the join or leave itself, the follow-up rebalance of cooperative
+  assignment, and one more for the task movements that follow).
 
 Root-cause hints in the evidence: the same clients re-joining under new
 member ids (processing longer than ``max.poll.interval.ms``), identities that
@@ -38,7 +39,7 @@ from agent.aggregation.windows import (
 )
 
 KIND = "rebalance_loop"
-EVENTS_PER_MEMBER_CHANGE = 2
+EVENTS_PER_MEMBER_CHANGE = 3
 _MIN_REJOINS = 3  # member ids of one identity within the window that make a loop, not a restart
 
 

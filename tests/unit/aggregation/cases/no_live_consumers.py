@@ -36,6 +36,13 @@ CASES = [
         expect=[Expect("critical")],
     ),
     Case(
+        "nolive-just-emptied",
+        "the only member left 20 s ago (a re-join after a poll timeout looks like this): "
+        "within thread_death_grace",
+        KIND,
+        _history("nolive-just-emptied", members_until=160, rate=20.0),
+    ),
+    Case(
         "nolive-idle-topic",
         "no member, but nothing arrives either: the lag does not grow",
         KIND,
