@@ -1,13 +1,15 @@
 # The README's two commands are `make demo` and `make test`; .ci/run calls `make test`.
-# Everything ksmon needs is installed from here: a virtualenv from PyPI, and
-# (on first use, into ~/.cache/ksmon) Kafka and the fixture app from Maven Central.
+# Everything ksmon needs is installed from here: a virtualenv from PyPI,
+# Prometheus, promtool and amtool from Debian packages (the rule tests, metric
+# lint and end-to-end tests run them), and (on first use, into ~/.cache/ksmon)
+# Kafka and the fixture app from Maven Central.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.ksmon-installed
 
-.PHONY: demo test lint typecheck pytest clean
+.PHONY: demo test lint typecheck pytest prometheus-tools dashboards deploy-generate clean
 
 $(INSTALLED): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ksmon needs Python 3.11+: run make PYTHON=python3.11 ...")'
@@ -26,13 +28,26 @@ lint: $(INSTALLED)
 typecheck: $(INSTALLED)
 	$(BIN)/mypy
 
+# Skipped when prometheus, promtool and amtool are already on PATH.
+prometheus-tools:
+	@.ci/install-prometheus
+
+# Rewrites dashboards/grafana/*.json (and their ConfigMaps) from dashboards/*.py.
+dashboards: $(INSTALLED)
+	$(BIN)/python -m dashboards.generate
+
+# deploy/monitoring/ packages dashboards/ for Kubernetes: run after changing a rule
+# file or a dashboard (a test fails while the generated files are stale).
+deploy-generate: $(INSTALLED)
+	$(BIN)/python -m deploy.generate
+
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
-pytest: $(INSTALLED)
+pytest: $(INSTALLED) prometheus-tools
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$status
 
-test: lint typecheck pytest
+test: lint typecheck prometheus-tools pytest
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -6,13 +6,15 @@ import signal
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from agent import __version__
+from agent import __version__, redaction
 from agent.errors import KsmonError
+from agent.logs import RedactSecrets
 
 if TYPE_CHECKING:
     from agent.config import Config
@@ -28,6 +30,16 @@ def _port(text: str) -> int:
     if not 1 <= port <= 65535:  # noqa: PLR2004 - the TCP port range
         raise argparse.ArgumentTypeError(f"port must be 1..65535, got {port}")
     return port
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < seconds <= 3600:  # noqa: PLR2004 - an hour is already far more than useful
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 3600, got {text}")
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +104,24 @@ def build_parser() -> argparse.ArgumentParser:
     findings.add_argument("--json", action="store_true", help="print them as JSON")
     findings.set_defaults(run=_findings)
 
+    explain = commands.add_parser(
+        "explain", help="explain one group for a person on call: who holds what, rates, lag"
+    )
+    explain.add_argument("group", help="the consumer group (Streams application.id)")
+    where = explain.add_mutually_exclusive_group(required=True)
+    where.add_argument("--config", type=Path, help="take the cluster from this configuration")
+    where.add_argument("--bootstrap", help="or connect to these host:port servers (PLAINTEXT)")
+    explain.add_argument("--cluster", help="which configured cluster (default: the first)")
+    explain.add_argument(
+        "--sample",
+        type=_seconds,
+        default=5.0,
+        metavar="SECONDS",
+        help="seconds between the two polls that rates are measured over (default: 5)",
+    )
+    explain.add_argument("--json", action="store_true", help="print the report as JSON")
+    explain.set_defaults(run=_explain)
+
     demo = commands.add_parser(
         "demo", help="run everything locally on an embedded Kafka until Ctrl-C"
     )
@@ -128,16 +158,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except KsmonError as e:
-        print(f"ksmon: error: {e}", file=sys.stderr)
+        print(f"ksmon: error: {redaction.redact(str(e))}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug: still one line, and never a secret
+        if args.verbose:
+            trace = "".join(traceback.format_exception(e))
+            print(redaction.redact(trace), file=sys.stderr, end="")
+        what = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        print(
+            f"ksmon: error: unexpected {redaction.redact(what)}"
+            + ("" if args.verbose else " (run with -v for the traceback)"),
+            file=sys.stderr,
+        )
+        return 2
 
 
 def _configure_logging(*, verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO, format="%(message)s", stream=sys.stderr
     )
+    # -v shows kafka-python's debug lines, which print the client config, password included.
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactSecrets())
     # kafka-python logs every refused connection while a broker starts; only
     # its errors matter to a person at a terminal.
     logging.getLogger("kafka").setLevel(logging.DEBUG if verbose else logging.CRITICAL)
@@ -152,38 +196,28 @@ def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
 
 
 def _agent(args: argparse.Namespace) -> int:
-    from agent.commands import run_agent  # noqa: PLC0415
-    from agent.config import load_config  # noqa: PLC0415
+    from agent.commands import load_usable_config, run_agent  # noqa: PLC0415
 
-    config = load_config(args.config)
+    config = load_usable_config(args.config)
     _configure_daemon_logging(config, verbose=args.verbose)
     run_agent(config)
     return 0
 
 
 def _configure_daemon_logging(config: "Config", *, verbose: bool) -> None:
-    """Structured logs for a daemon, with the configured secrets redacted."""
+    """Structured logs for a daemon (secrets are redacted by the log handler)."""
     from agent import logs  # noqa: PLC0415
 
-    secrets = [
-        s.reveal()
-        for c in config.clusters
-        for s in (
-            c.security.sasl.password if c.security.sasl else None,
-            c.security.tls.key_password if c.security.tls else None,
-        )
-        if s is not None
-    ]
     level = "debug" if verbose else config.logging.level
-    logs.configure(level=level, json_format=config.logging.format == "json", secrets=secrets)
+    logs.configure(level=level, json_format=config.logging.format == "json")
 
 
 def _aggregate(args: argparse.Namespace) -> int:
     from agent.aggregation import commands  # noqa: PLC0415 - Spark only when asked for
     from agent.aggregation.render import events_text  # noqa: PLC0415
-    from agent.config import load_config  # noqa: PLC0415
+    from agent.commands import load_usable_config  # noqa: PLC0415
 
-    config = load_config(args.config)
+    config = load_usable_config(args.config)
     if args.replay:
         result = commands.replay_recordings(config, args.replay, master=args.master)
         if args.json:
@@ -226,6 +260,19 @@ def _snapshot(args: argparse.Namespace) -> int:
 
     snapshot = take_snapshot(snapshot_target(args.config, args.bootstrap, args.cluster), args.group)
     print(snapshot.to_json().decode() if args.json else snapshot_table(snapshot))
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from agent.commands import explain_group, snapshot_target  # noqa: PLC0415
+    from agent.explain.render import render_report  # noqa: PLC0415
+    from agent.model.records import to_json_bytes  # noqa: PLC0415
+
+    target = snapshot_target(args.config, args.bootstrap, args.cluster)
+    report = explain_group(target, args.group, sample_seconds=args.sample)
+    print(to_json_bytes(report).decode() if args.json else render_report(report), end="")
+    if args.json:
+        print()
     return 0
 
 

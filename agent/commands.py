@@ -4,16 +4,20 @@ import json
 import re
 import signal
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
+from agent.config.tls_files import check_tls_files
 from agent.errors import ConfigError, KsmonError
+from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
 from agent.runner import AgentRunner, agent_identity
+from agent.terminal import table
 
 
 class GroupNotFoundError(KsmonError):
@@ -24,8 +28,15 @@ class ClusterUnreachableError(KsmonError):
     retriable = True
 
 
+def load_usable_config(path: Path) -> Config:
+    """The config at ``path``, validated, with the TLS files it names readable and valid."""
+    config = load_config(path)
+    check_tls_files(config, str(path))
+    return config
+
+
 def check_config(path: Path) -> str:
-    return load_config(path).describe()
+    return load_usable_config(path).describe()
 
 
 def run_agent(config: Config) -> None:
@@ -54,7 +65,7 @@ def snapshot_target(
     config_path: Path | None, bootstrap: str | None, cluster: str | None
 ) -> SnapshotTarget:
     if config_path is not None:
-        config = load_config(config_path)
+        config = load_usable_config(config_path)
     elif bootstrap is not None:
         config = parse_config(
             json.dumps({"clusters": [{"name": cluster or "cli", "bootstrap_servers": bootstrap}]}),
@@ -73,6 +84,21 @@ def snapshot_target(
 
 def take_snapshot(target: SnapshotTarget, group: str) -> Snapshot:
     """One poll of one group, as the agent would ship it."""
+    return poll_group(target, group, polls=1)[0]
+
+
+def poll_group(
+    target: SnapshotTarget,
+    group: str,
+    *,
+    polls: int,
+    interval: float = 0.0,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[Snapshot]:
+    """``polls`` polls of one group, ``interval`` seconds apart, with one connection.
+
+    Raises one-line errors for an unreachable cluster and an unknown group.
+    """
     cluster = target.cluster
     settings = kafka_client_settings(cluster)
     edge = KafkaEdge({**settings, "bootstrap_timeout_ms": int(cluster.poll.request_timeout * 1000)})
@@ -82,21 +108,32 @@ def take_snapshot(target: SnapshotTarget, group: str) -> Snapshot:
         edge,
         group_filter=GroupFilter(allow=(re.compile(re.escape(group)),)),
     )
+    snapshots: list[Snapshot] = []
     try:
-        result = poller.poll()
+        for n in range(polls):
+            if n:
+                sleep(interval)
+            result = poller.poll()
+            if not result.ok:
+                raise ClusterUnreachableError(
+                    f"cannot poll cluster {cluster.name} ({','.join(cluster.bootstrap_servers)}): "
+                    f"{result.error}"
+                )
+            if not result.snapshots:
+                raise GroupNotFoundError(
+                    f"group {group!r} not found on cluster {cluster.name} "
+                    f"({result.groups_listed} groups listed)"
+                )
+            snapshots.append(result.snapshots[0])
     finally:
         edge.close()
-    if not result.ok:
-        raise ClusterUnreachableError(
-            f"cannot poll cluster {cluster.name} ({','.join(cluster.bootstrap_servers)}): "
-            f"{result.error}"
-        )
-    if not result.snapshots:
-        raise GroupNotFoundError(
-            f"group {group!r} not found on cluster {cluster.name} "
-            f"({result.groups_listed} groups listed)"
-        )
-    return result.snapshots[0]
+    return snapshots
+
+
+def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) -> GroupReport:
+    """Two polls ``sample_seconds`` apart (rates need two points), explained."""
+    first, second = poll_group(target, group, polls=2, interval=sample_seconds)
+    return build_report(first, second)
 
 
 def snapshot_table(snapshot: Snapshot) -> str:
@@ -132,14 +169,14 @@ def snapshot_table(snapshot: Snapshot) -> str:
                     " ".join(t.task for t in m.streams.standby_tasks) or "-",
                 )
             )
-        lines += _table(rows)
+        lines += table(rows)
     elif snapshot.members:
         lines.append("")
         rows = [("MEMBER", "CLIENT", "HOST", "PARTITIONS")]
         for m in snapshot.members:
             parts = " ".join(f"{p.topic}-{p.partition}" for p in m.assigned_partitions) or "-"
             rows.append((m.member_id[-12:], m.client_id, m.client_host, parts))
-        lines += _table(rows)
+        lines += table(rows)
     lines.append("")
     rows = [("TOPIC", "PARTITION", "COMMITTED", "LOG END", "LAG", "LAG SECONDS")]
     for p in snapshot.partitions:
@@ -153,7 +190,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
                 f"{p.lag_seconds:.1f}" if p.lag_seconds is not None else "-",
             )
         )
-    lines += _table(rows)
+    lines += table(rows)
     internal = [t for t in snapshot.topics if t.internal_kind]
     if internal:
         lines.append("")
@@ -163,7 +200,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
             rows.append(
                 (t.name, t.internal_kind or "", str(t.partitions), t.cleanup_policy or "-", size)
             )
-        lines += _table(rows)
+        lines += table(rows)
     for e in snapshot.errors:
         lines.append(f"error while polling ({e.stage}): {e.error}: {e.message}")
     return "\n".join(lines)
@@ -177,10 +214,3 @@ def _instance_then_thread(member: MemberInfo) -> tuple[str, int]:
 
 def _num(value: int | None) -> str:
     return "-" if value is None else str(value)
-
-
-def _table(rows: Sequence[tuple[str, ...]]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    ]

@@ -1,15 +1,20 @@
 """Logging for ksmon's processes: JSON lines for daemons, plain text for people.
 
-Every record passes a filter that blanks out the configured secrets, because
-libraries log more than they should (kafka-python prints its whole client
-configuration at DEBUG level, passwords included).
+Every record passes ``RedactSecrets``, which blanks every secret the process
+holds (``agent.redaction``) from the message, the traceback and the stack
+dump, because libraries log more than they should: kafka-python prints its
+whole client configuration at DEBUG level, passwords included. Exceptions
+that kill a thread are logged the same way instead of printed raw.
 """
 
 import json
 import logging
 import sys
+import threading
 import time
-from collections.abc import Iterable
+import traceback
+
+from agent import redaction
 
 
 class JsonFormatter(logging.Formatter):
@@ -21,37 +26,42 @@ class JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": record.getMessage(),
         }
-        if record.exc_info:
-            entry["exception"] = self.formatException(record.exc_info)
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            entry["exception"] = record.exc_text
+        if record.stack_info:
+            entry["stack"] = record.stack_info
         return json.dumps(entry, ensure_ascii=False)
 
 
 class RedactSecrets(logging.Filter):
-    def __init__(self, secrets: Iterable[str]) -> None:
-        super().__init__()
-        self.secrets = sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True)  # noqa: PLR2004
+    """Blanks secrets in the message and, rendered to text first, the traceback."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if not self.secrets:
-            return True
-        message = record.getMessage()
-        redacted = message
-        for secret in self.secrets:
-            redacted = redacted.replace(secret, "***")
+        try:
+            message = record.getMessage()
+        except (TypeError, ValueError):  # a library's bad format string; keep it as written
+            message = str(record.msg)
+        redacted = redaction.redact(message)
         if redacted != message:
             record.msg, record.args = redacted, None
         if record.exc_info and record.exc_info[1] is not None:
-            text = str(record.exc_info[1])
-            if any(s in text for s in self.secrets):
-                record.exc_info = None
-                record.msg = f"{record.msg} (exception details withheld: they contained a secret)"
+            # Rendered here, so the text a handler prints is the redacted one
+            # (chained causes included: their messages may hold a secret too).
+            record.exc_text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = redaction.redact(record.exc_text)
+        if record.stack_info:
+            record.stack_info = redaction.redact(record.stack_info)
         return True
 
 
-def configure(*, level: str = "info", json_format: bool, secrets: Iterable[str] = ()) -> None:
+def configure(*, level: str = "info", json_format: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_format else logging.Formatter("%(message)s"))
-    handler.addFilter(RedactSecrets(secrets))
+    handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
@@ -64,3 +74,14 @@ def configure(*, level: str = "info", json_format: bool, secrets: Iterable[str] 
     logging.getLogger("apscheduler").setLevel(logging.WARNING)
     # The one-shot CLI quiets the collectors; a daemon wants their warnings.
     logging.getLogger("agent.collect").setLevel(logging.NOTSET)
+    threading.excepthook = log_thread_exception
+
+
+def log_thread_exception(args: threading.ExceptHookArgs) -> None:
+    """A thread died: say so through logging (redacted, JSON), not as a raw traceback."""
+    if args.exc_type is SystemExit or args.exc_value is None:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    logging.getLogger("ksmon").error(
+        "thread %s died", name, exc_info=(args.exc_type, args.exc_value, args.exc_traceback)
+    )

@@ -8,6 +8,7 @@ returns; ``stop`` stops them in reverse order.
 import logging
 import os
 import threading
+from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry
 
@@ -17,7 +18,9 @@ from agent.collect.lag_time import OffsetHistory
 from agent.collect.offsets_tail import OffsetsTopicTail
 from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
 from agent.collect.schedule import PollScheduler, ScheduledPoller
-from agent.config import Config, kafka_client_settings
+from agent.collect.sidecar import SidecarCollector, SidecarSettings
+from agent.config import Config, SidecarConfig, kafka_client_settings
+from agent.errors import ConfigError
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.exposition.http import MetricsServer
@@ -40,20 +43,46 @@ def agent_identity(config: Config, env: dict[str, str] | None = None) -> AgentIn
     )
 
 
+def _sidecar_collector(sidecar: SidecarConfig, identity: AgentInfo) -> SidecarCollector:
+    return SidecarCollector(
+        SidecarSettings(
+            application_id=sidecar.application_id,
+            app_metrics_url=sidecar.app_metrics_url,
+            scrape_timeout=sidecar.scrape_timeout,
+            state_dir=sidecar.state_dir,
+            expected_stream_threads=sidecar.expected_stream_threads,
+            pod_name=identity.pod,
+            pod_ip=identity.pod_ip,
+        )
+    )
+
+
 class AgentRunner:
-    def __init__(self, config: Config) -> None:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        edge_factory: Callable[[dict[str, object]], KafkaEdge] = KafkaEdge,
+    ) -> None:
+        """``edge_factory`` makes each cluster's Admin connection; fault tests wrap it."""
         self.config = config
         identity = agent_identity(config)
         self.sink = open_sink(config)
         self.edges: dict[str, KafkaEdge] = {}
         self.tails: dict[str, OffsetsTopicTail] = {}
+        self.pollers: dict[str, ClusterPoller] = {}
         scheduled = []
-        for cluster in config.clusters:
+        sidecar = config.sidecar
+        # A sidecar polls only the cluster its app runs on (others may host the sink).
+        polled = [c for c in config.clusters if sidecar is None or c.name == sidecar.cluster]
+        for cluster in polled:
             settings = kafka_client_settings(cluster)
             timeout_ms = int(cluster.poll.request_timeout * 1000)
-            edge = KafkaEdge({**settings, "bootstrap_timeout_ms": timeout_ms})
+            edge = edge_factory({**settings, "bootstrap_timeout_ms": timeout_ms})
             self.edges[cluster.name] = edge
-            tail = OffsetsTopicTail(settings, cluster.name) if cluster.offsets_topic.read else None
+            # A sidecar never tails __consumer_offsets: every pod reading it all would not scale.
+            reads_offsets_topic = cluster.offsets_topic.read and sidecar is None
+            tail = OffsetsTopicTail(settings, cluster.name) if reads_offsets_topic else None
             if tail is not None:
                 self.tails[cluster.name] = tail
             poller = ClusterPoller(
@@ -64,10 +93,12 @@ class AgentRunner:
                 metadata_interval=cluster.poll.metadata_interval,
                 history=OffsetHistory(max_age_seconds=config.exposition.lag_history),
                 rebalances=tail,
+                sidecar=_sidecar_collector(sidecar, identity) if sidecar is not None else None,
             )
+            self.pollers[cluster.name] = poller
             scheduled.append(ScheduledPoller(poller, cluster.poll.offsets_interval))
         self.state = AgentState(
-            [c.name for c in config.clusters],
+            [c.name for c in polled],
             sink_stats=lambda: [self.sink.stats()],
             offsets_readers=lambda: {name: tail.running for name, tail in self.tails.items()},
         )
@@ -81,9 +112,15 @@ class AgentRunner:
                 lag_granularity=config.exposition.lag_granularity,
             )
         )
-        self.server = MetricsServer(
-            registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
-        )
+        try:
+            self.server = MetricsServer(
+                registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
+            )
+        except OSError as e:  # the port is taken, or the host is not an address of this machine
+            self.sink.close(timeout=0)
+            raise ConfigError(
+                f"http.listen: cannot serve /metrics on {config.http.listen}: {e.strerror or e}"
+            ) from None
         self._stopped = threading.Event()
 
     def _on_result(self, result: PollResult) -> None:
@@ -107,10 +144,16 @@ class AgentRunner:
             "ksmon agent %s (%s) watching %s; metrics on %s:%d",
             self.config.agent.id,
             self.config.agent.mode,
-            ", ".join(c.name for c in self.config.clusters),
+            self._watching(),
             self.config.http.host,
             self.server.port,
         )
+
+    def _watching(self) -> str:
+        sidecar = self.config.sidecar
+        if sidecar is not None:
+            return f"Kafka Streams application {sidecar.application_id} on {sidecar.cluster}"
+        return ", ".join(c.name for c in self.config.clusters)
 
     def stop(self) -> None:
         self.scheduler.stop()

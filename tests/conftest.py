@@ -6,11 +6,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution, fetch_kafka
-from agent.embedded.streams_app import StreamsAppBuild, build_streams_app
+from agent.collect.kafka_edge import KafkaEdge
+from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution, SaslSslListener, fetch_kafka
+from agent.embedded.streams_app import (
+    KAFKA_STREAMS_3X_VERSION,
+    StreamsAppBuild,
+    build_streams_app,
+)
 from agent.errors import KsmonError
 from tests.support.environment import unavailable
+from tests.support.secure import SCRAM_USERS, SUPER_USER, SecureListener
 from tests.support.streams import StreamsApps
+from tests.support.tls import BrokerTlsFiles, make_broker_tls
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -29,14 +36,30 @@ def kafka_distribution() -> KafkaDistribution:
 
 
 @pytest.fixture(scope="session")
+def broker_tls(tmp_path_factory: pytest.TempPathFactory) -> BrokerTlsFiles:
+    """The session's test CA, the broker's certificate (127.0.0.1 only), an unrelated CA."""
+    return make_broker_tls(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="session")
 def kafka(
-    kafka_distribution: KafkaDistribution, tmp_path_factory: pytest.TempPathFactory
+    kafka_distribution: KafkaDistribution,
+    broker_tls: BrokerTlsFiles,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[EmbeddedKafka]:
-    """The session's single real broker (KRaft, 127.0.0.1, a free port)."""
+    """The session's single real broker (KRaft, 127.0.0.1, a free port).
+
+    Listeners: PLAINTEXT (what most tests use, unrestricted), SASL_PLAINTEXT
+    with PLAIN users, and SASL_SSL with SCRAM-SHA-512 users (``secure_listener``).
+    An ACL authorizer runs, but the PLAINTEXT principal and ``ksmon`` are super
+    users: only the SCRAM principals of ``tests.support.secure`` are restricted.
+    """
     broker = EmbeddedKafka(
         kafka_distribution,
         tmp_path_factory.mktemp("kafka"),
         sasl_plain_users={SASL_USER: SASL_PASSWORD},
+        sasl_ssl=SaslSslListener(broker_tls.key_store, SCRAM_USERS),
+        super_users=[f"User:{SUPER_USER}"],
     )
     try:
         broker.start()
@@ -46,12 +69,38 @@ def kafka(
     broker.stop()
 
 
+@pytest.fixture
+def edge(kafka: EmbeddedKafka) -> Iterator[KafkaEdge]:
+    """The agent's Admin connection to the session broker."""
+    edge = KafkaEdge({"bootstrap_servers": kafka.bootstrap_servers, "client_id": "ksmon-test"})
+    yield edge
+    edge.close()
+
+
+@pytest.fixture(scope="session")
+def secure_listener(kafka: EmbeddedKafka, broker_tls: BrokerTlsFiles) -> SecureListener:
+    """The session broker's SASL_SSL/SCRAM-SHA-512 listener."""
+    assert kafka.sasl_ssl_bootstrap_servers is not None
+    return SecureListener(
+        kafka.sasl_ssl_bootstrap_servers, broker_tls.ca_file, broker_tls.other_ca_file
+    )
+
+
 @pytest.fixture(scope="session")
 def streams_app_build(kafka_distribution: KafkaDistribution) -> StreamsAppBuild:
     try:
         return build_streams_app(kafka_version=kafka_distribution.version)
     except KsmonError as e:
         unavailable("the Kafka Streams fixture app build", e)
+
+
+@pytest.fixture(scope="session")
+def streams_app_build_3x(streams_app_build: StreamsAppBuild) -> StreamsAppBuild:
+    """The fixture app built against Kafka Streams 3.x (it talks to the 4.x broker)."""
+    try:
+        return build_streams_app(kafka_version=KAFKA_STREAMS_3X_VERSION)
+    except KsmonError as e:
+        unavailable(f"the Kafka Streams fixture app build for Kafka {KAFKA_STREAMS_3X_VERSION}", e)
 
 
 @pytest.fixture

@@ -69,12 +69,36 @@ class PollObservation:
     metadata: ClusterMetadataCache = field(default_factory=ClusterMetadataCache)
     failures: Sequence[FailedRequest] = ()
     rebalances: Mapping[str, GroupRebalanceFacts] = field(default_factory=dict)
+    # Groups known to be Kafka Streams applications whatever they look like now
+    # (a sidecar's own app, even while its group is empty).
+    known_streams: frozenset[str] = frozenset()
 
 
-def is_streams_group(listed: ListedGroup, described: DescribedGroup | None) -> bool:
+def is_streams_group(
+    listed: ListedGroup, described: DescribedGroup | None, offsets: GroupOffsets | None = None
+) -> bool:
+    """A Kafka Streams application's group: by its group type or protocol, or, when it has
+    no members to say so (every instance is down), by how it commits its offsets."""
     if listed.group_type == "streams" or listed.protocol_type == "streams":
         return True
-    return described is not None and described.protocol == STREAMS_PROTOCOL
+    if described is not None and described.protocol == STREAMS_PROTOCOL:
+        return True
+    return offsets is not None and commits_like_streams(offsets)
+
+
+def commits_like_streams(offsets: GroupOffsets) -> bool:
+    """True when the committed offsets carry Kafka Streams' stream-time metadata.
+
+    Streams (2.4+) commits every input partition with Base64 metadata holding a
+    magic byte and the partition's stream time; plain consumers commit "" or
+    text of their own, which does not decode as that.
+    """
+    decoded = [
+        decode_streams_commit_metadata(c.metadata)
+        for c in offsets.offsets
+        if c.error_code == 0 and c.offset >= 0 and c.metadata
+    ]
+    return bool(decoded) and all(isinstance(d, StreamsCommitMetadata) for d in decoded)
 
 
 def streams_internal_topics(
@@ -99,7 +123,10 @@ def build_snapshot(
 ) -> Snapshot:
     group_id = listed.group_id
     described = observation.described.get(group_id)
-    streams = is_streams_group(listed, described)
+    streams = (
+        is_streams_group(listed, described, observation.offsets.get(group_id))
+        or group_id in observation.known_streams
+    )
     modern = observation.consumer_groups.get(group_id)
     members = (
         tuple(consumer_group_member_view(m) for m in modern.members)

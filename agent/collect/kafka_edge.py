@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from agent import kafka_python_fixes
 from agent.collect.raw import (
     CommittedOffset,
     ConsumerGroupDescription,
@@ -97,10 +98,12 @@ class KafkaEdge:
                     created.append(client)
                     return client
 
+                kafka_python_fixes.install()
                 try:
                     admin = KafkaAdminClient(**self._settings, kafka_client=network_client)
                 except Exception as e:
-                    reason = _bootstrap_failure(created)
+                    sasl = str(self._settings.get("security_protocol", "")).startswith("SASL")
+                    reason = _bootstrap_failure(created, sasl=sasl)
                     _discard(created)
                     if reason is None:
                         name, text, _ = describe_exception(e)
@@ -552,7 +555,7 @@ class _BootstrapFailures(logging.Handler):
             if isinstance(error, BaseException) and record.thread is not None:
                 seen = self.errors.setdefault(record.thread, [])
                 seen.append(error)
-                del seen[:-8]
+                del seen[:-32]
 
 
 _bootstrap_failures = _BootstrapFailures()
@@ -567,28 +570,61 @@ def _io_thread_ident(client: Any) -> int | None:
     return getattr(thread, "ident", None)
 
 
-def _bootstrap_failure(clients: list[Any]) -> str | None:
+# Why a bootstrap failed, from the connection errors it met: (words in the error, explanation).
+# The first rule any error matches wins, so the most specific rules come first.
+_BOOTSTRAP_REASONS = (
+    (
+        ("sasl", "authentic"),
+        "authentication failed ({error}); check the SASL mechanism, username and password",
+    ),
+    (
+        ("hostname mismatch", "ip address mismatch"),
+        "TLS handshake failed: the broker's certificate does not name the host connected to "
+        "({error}); connect by a name or address the certificate holds, or fix the certificate",
+    ),
+    (
+        ("certificate verify failed",),
+        "TLS handshake failed: the broker's certificate is not trusted ({error}); "
+        "tls.ca_file must hold the CA that signed it",
+    ),
+    (
+        ("ssl", "certificate", "handshake"),
+        "TLS handshake failed ({error}); check the CA file and the broker's certificate",
+    ),
+)
+
+
+def _bootstrap_failure(clients: list[Any], *, sasl: bool = False) -> str | None:
     """Why bootstrap failed, when a login or certificate was refused; None otherwise."""
     for client in clients:
         ident = _io_thread_ident(client)
         errors = _bootstrap_failures.errors.pop(ident, []) if ident is not None else []
         described = [describe_exception(e)[:2] for e in errors]
-        for name, text in described:
-            lowered = f"{name} {text}".lower()
-            if "sasl" in lowered or "authentic" in lowered:
-                return (
-                    f"authentication failed ({name}: {text}); "
-                    "check the SASL mechanism, username and password"
-                )
-            if "ssl" in lowered or "certificate" in lowered or "handshake" in lowered:
-                return (
-                    f"TLS handshake failed ({name}: {text}); "
-                    "check the CA file and the broker's certificate"
-                )
         if described:
-            name, text = described[-1]
-            return f"cannot connect: {name}: {text}"
+            return _explain(described, sasl=sasl)
     return None
+
+
+def _explain(described: list[tuple[str, str]], *, sasl: bool) -> str:
+    for needles, explanation in _BOOTSTRAP_REASONS:
+        for name, text in described:
+            if any(needle in f"{name} {text}".lower() for needle in needles):
+                return explanation.format(error=f"{name}: {text}")
+    name, text = described[-1]
+    disconnects = [(n, t) for n, t in described if t == "socket disconnected"]
+    timeouts = [n for n, _ in described if "TimedOut" in n or "Timeout" in n]
+    if sasl and disconnects and len(disconnects) + len(timeouts) == len(described):
+        # The broker answers a refused login and closes the connection right
+        # after; kafka-python drops the answer when both arrive in one read.
+        # agent/kafka_python_fixes prevents that; should it not apply (another
+        # kafka-python), a close right after every login is all there is to see.
+        name, text = disconnects[-1]
+        return (
+            f"cannot connect: {name}: {text}: the broker closed every connection during "
+            "login, which with SASL usually means refused credentials; check the SASL "
+            "mechanism, username and password"
+        )
+    return f"cannot connect: {name}: {text}"
 
 
 def _discard(clients: list[Any]) -> None:

@@ -15,10 +15,11 @@ and says so; the job then infers rebalances from snapshots.
 import logging
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent import kafka_python_fixes
 from agent.collect.build import GroupRebalanceFacts
 from agent.collect.poller import RebalanceSource
 from agent.model import RebalanceEvent
@@ -101,6 +102,29 @@ class GroupMetadataLog:
         return facts
 
 
+_TOPIC_RECHECK_SECONDS = 10.0
+
+
+def wait_for_partitions(
+    lookup: Callable[[], set[int]], stop: threading.Event, interval: float
+) -> set[int]:
+    """``lookup()`` until it finds partitions or ``stop`` is set (then: the empty set).
+
+    A fresh cluster creates ``__consumer_offsets`` with its first consumer
+    group; until then there is nothing to tail, and assigning nothing would
+    leave the reader idle for good.
+    """
+    partitions = lookup()
+    while not partitions and not stop.wait(interval):
+        partitions = lookup()
+    return partitions
+
+
+def _offsets_topic_partitions(consumer: Any) -> set[int]:  # noqa: ANN401 - kafka-python's consumer
+    consumer.topics()  # refreshes the metadata the next call reads from
+    return set(consumer.partitions_for_topic(OFFSETS_TOPIC) or ())
+
+
 class OffsetsTopicTail(RebalanceSource):
     """A background reader of ``__consumer_offsets`` feeding a ``GroupMetadataLog``."""
 
@@ -158,6 +182,7 @@ class OffsetsTopicTail(RebalanceSource):
     def _consume(self) -> None:
         from kafka import KafkaConsumer, TopicPartition  # noqa: PLC0415 - slow import
 
+        kafka_python_fixes.install()
         consumer: Any = KafkaConsumer(
             **self._settings,
             group_id=None,
@@ -167,7 +192,11 @@ class OffsetsTopicTail(RebalanceSource):
             max_partition_fetch_bytes=4 * 1024 * 1024,
         )
         try:
-            partitions = consumer.partitions_for_topic(OFFSETS_TOPIC) or set()
+            partitions = wait_for_partitions(
+                lambda: _offsets_topic_partitions(consumer), self._stop, _TOPIC_RECHECK_SECONDS
+            )
+            if not partitions:
+                return  # stopped while waiting
             consumer.assign([TopicPartition(OFFSETS_TOPIC, p) for p in sorted(partitions)])
             self.running = True
             self.last_error = None

@@ -15,13 +15,15 @@ import re
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from agent.collect.app_scrape import Scrape
 from agent.collect.build import (
     OFFSETS_TOPIC,
     GroupRebalanceFacts,
     PollObservation,
     build_snapshots,
+    is_streams_group,
     streams_internal_topics,
 )
 from agent.collect.kafka_edge import (
@@ -42,7 +44,8 @@ from agent.collect.raw import (
     PartitionOffset,
     TopicMetadata,
 )
-from agent.model import AgentInfo, Snapshot
+from agent.collect.sidecar import SidecarCollector, SidecarObservation
+from agent.model import AgentInfo, SidecarInfo, Snapshot
 from agent.streams.codec import DecodeError
 from agent.streams.consumer_protocol import decode_consumer_assignment
 
@@ -64,6 +67,14 @@ class GroupFilter:
         return any(p.fullmatch(group_id) for p in self.allow)
 
 
+@dataclass(frozen=True, slots=True)
+class SidecarReport:
+    """What a sidecar saw inside its pod, for its application's group."""
+
+    group: str
+    info: SidecarInfo
+
+
 @dataclass(slots=True)
 class PollResult:
     cluster: str
@@ -74,6 +85,8 @@ class PollResult:
     error: str | None = None  # set when the cluster could not be polled at all
     requests: Counter[str] = field(default_factory=Counter)
     groups_listed: int = 0
+    # Sidecar mode: reported even when the cluster could not be polled.
+    sidecar: SidecarReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -98,8 +111,11 @@ class ClusterPoller:
         metadata_interval: float = 60.0,
         history: OffsetHistory | None = None,
         rebalances: RebalanceSource | None = None,
+        sidecar: SidecarCollector | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        """``sidecar`` scopes the poll to its application's group (no ListGroups, no
+        all-topics Metadata) and adds what it sees in the pod to that group's snapshot."""
         self.cluster = cluster
         self.agent = agent
         self.edge = edge
@@ -107,6 +123,7 @@ class ClusterPoller:
         self.metadata_interval = metadata_interval
         self.history = history or OffsetHistory()
         self.rebalances = rebalances or RebalanceSource()
+        self.sidecar = sidecar
         self.clock = clock
         self.metadata = ClusterMetadataCache()
         self.sequence = 0
@@ -116,8 +133,9 @@ class ClusterPoller:
         started = self.clock()
         before = Counter(self.edge.requests)
         result = PollResult(self.cluster, self.sequence, started, 0.0)
+        observation = self._observe_pod()
         try:
-            self._poll_into(result, started)
+            self._poll_into(result, started, observation)
         except KafkaUnavailableError as e:
             result.error = str(e)
             log.warning("poll of cluster %s failed: %s", self.cluster, result.error)
@@ -127,14 +145,39 @@ class ClusterPoller:
             result.error = f"{name}: {text}" if text else name
             log.warning("poll of cluster %s failed: %s", self.cluster, result.error)
             self.edge.reset()
+        if self.sidecar is not None and observation is not None:
+            self._attach_sidecar(result, self.sidecar, observation)
         result.duration_seconds = self.clock() - started
         result.requests = Counter(self.edge.requests) - before
         return result
 
-    def _poll_into(self, result: PollResult, started: float) -> None:
+    def _observe_pod(self) -> SidecarObservation | None:
+        if self.sidecar is None:
+            return None
+        try:
+            return self.sidecar.observe()
+        except Exception as e:  # a bug guard: the edges report failures themselves
+            log.exception("observing the app in the pod failed")
+            return SidecarObservation(Scrape(error=f"ksmon failed to observe the app: {e!r}"))
+
+    def _attach_sidecar(
+        self, result: PollResult, sidecar: SidecarCollector, observation: SidecarObservation
+    ) -> None:
+        group = sidecar.application_id
+        mine = next((s for s in result.snapshots if s.group.group_id == group), None)
+        info = sidecar.report(observation, mine.members if mine is not None else ())
+        result.snapshots = [
+            replace(s, sidecar=info) if s.group.group_id == group else s for s in result.snapshots
+        ]
+        result.sidecar = SidecarReport(group, info)
+
+    def _watched_groups(self, result: PollResult) -> list[ListedGroup]:
+        if self.sidecar is not None:
+            # Its own application only: described by id, never listed.
+            return [ListedGroup(self.sidecar.application_id, "consumer", "", "")]
         listed = self.edge.list_groups()
         result.groups_listed = len(listed)
-        groups = sorted(
+        return sorted(
             (
                 g
                 for g in listed
@@ -143,6 +186,11 @@ class ClusterPoller:
             ),
             key=lambda g: g.group_id,
         )
+
+    def _poll_into(
+        self, result: PollResult, started: float, pod: SidecarObservation | None
+    ) -> None:
+        groups = self._watched_groups(result)
         failures: list[FailedRequest] = []
         coordinators, lookup_failures = self.edge.coordinators(g.group_id for g in groups)
         failures += lookup_failures
@@ -173,10 +221,16 @@ class ClusterPoller:
             self._refresh_topic_list(started)
         topics = self._topics_that_matter(groups, described, offsets)
         topics.update(t for d in consumer_groups.values() for m in d.members for t, _ in m.assigned)
+        if self.sidecar is not None and pod is not None:
+            topics.update(self.sidecar.changelog_topics(pod))
         if refresh:
             failures += self._refresh_topic_facts(sorted(topics | {OFFSETS_TOPIC}))
         topic_list = self.edge.topic_metadata(sorted(topics)) if topics else []
         metadata = {t.name: t for t in topic_list if t.error_code == 0}
+        if self.sidecar is not None:
+            # No all-topics listing in sidecar mode: the internal topics are the
+            # candidate names that exist.
+            self.metadata.all_topics = tuple(sorted(metadata))
         by_leader = _partitions_by_leader(metadata.values())
         log_end, latest_failures = self.edge.list_offsets(by_leader, LATEST)
         log_start, earliest_failures = self.edge.list_offsets(by_leader, EARLIEST)
@@ -204,6 +258,9 @@ class ClusterPoller:
             metadata=self.metadata,
             failures=failures,
             rebalances=self.rebalances.facts(g.group_id for g in groups),
+            known_streams=frozenset(
+                [self.sidecar.application_id] if self.sidecar is not None else []
+            ),
         )
         result.snapshots = build_snapshots(observation, self.history, now)
 
@@ -212,11 +269,18 @@ class ClusterPoller:
         return refreshed is None or now - refreshed >= self.metadata_interval
 
     def _refresh_topic_list(self, now: float) -> None:
-        """Every topic name (to find Streams internal topics) and cluster-wide facts."""
-        everything = self.edge.topic_metadata(None)
+        """Every topic name (to find Streams internal topics) and cluster-wide facts.
+
+        A sidecar asks only for ``__consumer_offsets``: it finds its app's
+        internal topics by name (``SidecarCollector.changelog_topics``).
+        """
+        everything = self.edge.topic_metadata(None if self.sidecar is None else [OFFSETS_TOPIC])
         offsets_topic = next((t for t in everything if t.name == OFFSETS_TOPIC), None)
         self.metadata.refreshed_at = now
-        self.metadata.all_topics = tuple(sorted(t.name for t in everything if t.error_code == 0))
+        if self.sidecar is None:
+            self.metadata.all_topics = tuple(
+                sorted(t.name for t in everything if t.error_code == 0)
+            )
         self.metadata.broker_count = len(self.edge.broker_ids())
         self.metadata.offsets_topic_partitions = (
             len(offsets_topic.leaders) if offsets_topic else None
@@ -252,14 +316,10 @@ class ClusterPoller:
         offsets: dict[str, GroupOffsets],
     ) -> set[str]:
         topics = {c.topic for o in offsets.values() for c in o.offsets}
-        for d in described.values():
-            if d.protocol == "stream":
-                topics.update(streams_internal_topics(d.group_id, self.metadata.all_topics))
         for g in groups:
-            if g.group_type == "streams":
+            if is_streams_group(g, described.get(g.group_id), offsets.get(g.group_id)):
                 topics.update(streams_internal_topics(g.group_id, self.metadata.all_topics))
         # Partitions assigned but never committed still have log-end offsets worth knowing.
-
         for d in described.values():
             for m in d.members:
                 if m.assignment:

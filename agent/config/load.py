@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.config.location import ConfigFileError, Place
-from agent.config.reader import Section
+from agent.config.reader import INT32_MAX, Section
 from agent.config.schema import (
     AGENT_MODES,
     COMPRESSIONS,
@@ -43,6 +43,7 @@ from agent.config.schema import (
     PollConfig,
     SaslConfig,
     SecurityConfig,
+    SidecarConfig,
     SinkConfig,
     SparkConfig,
     SpoolInputConfig,
@@ -54,6 +55,10 @@ from agent.config.yaml_source import load_yaml
 
 _CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+# StreamsConfig's application.id validator: a legal topic-name prefix.
+_APPLICATION_ID = re.compile(r"[A-Za-z0-9._-]+")
+_HTTP_URL = re.compile(r"https?://[^/\s?#]+(/\S*)?")
+INT16_MAX = 2**15 - 1
 
 
 def load_config(path: Path, env: Mapping[str, str] = os.environ) -> Config:
@@ -93,6 +98,7 @@ def _read_config(top: Section) -> Config:
         clusters=clusters,
         sink=sink,
         exposition=_read_exposition(top.section("exposition", ExpositionConfig)),
+        sidecar=_read_sidecar(top.section("sidecar", SidecarConfig), clusters, agent.mode),
         aggregation=_read_aggregation(
             top.section("aggregation", AggregationConfig), clusters, sink
         ),
@@ -259,13 +265,20 @@ def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSi
         replication_factor=_replication_factor(s),
         compression=s.choice("compression", COMPRESSIONS),
         buffer_max_snapshots=s.integer("buffer_max_snapshots", minimum=1),
-        max_message_bytes=s.size("max_message_bytes"),
+        # The topic's max.message.bytes is an int32 on the broker.
+        max_message_bytes=s.size("max_message_bytes", maximum=INT32_MAX),
     )
+
+
+def _configured_cluster(s: Section, clusters: tuple[ClusterConfig, ...]) -> str:
+    """The ``cluster`` key: a configured cluster's name, the first one by default."""
+    return _cluster_name(s, clusters, clusters[0].name)
 
 
 def _replication_factor(s: Section) -> int:
     rule = "must be -1 (the broker's default) or at least 1"
-    factor = s.integer("replication_factor", minimum=-1, rule=rule)
+    # CreateTopics carries the replication factor as an int16.
+    factor = s.integer("replication_factor", minimum=-1, maximum=INT16_MAX, rule=rule)
     if factor == 0:
         raise s.fail("replication_factor", f"{rule}, got 0")
     return factor
@@ -292,6 +305,45 @@ def _read_spool_sink(s: Section, *, needed: bool) -> SpoolSinkConfig | None:
         rotate_interval=rotate_interval,
         max_bytes=max_bytes,
     )
+
+
+def _read_sidecar(
+    s: Section, clusters: tuple[ClusterConfig, ...], mode: str
+) -> SidecarConfig | None:
+    """The sidecar section: checked whenever written, kept only in sidecar mode."""
+    if mode != "sidecar" and not s.raw:
+        return None
+    if not s.has("application_id"):
+        why = "when agent.mode is sidecar" if mode == "sidecar" else "in a sidecar section"
+        raise s.fail(
+            "application_id",
+            f"required key missing {why}; expected the Kafka Streams application.id "
+            "(the group the sidecar watches)",
+        )
+    application_id = s.text("application_id")
+    if not _APPLICATION_ID.fullmatch(application_id):
+        raise s.fail(
+            "application_id",
+            "must be a Kafka Streams application.id (letters, digits, '.', '_', '-'), "
+            f"got {application_id!r}",
+        )
+    cluster = _configured_cluster(s, clusters)
+    url = s.text("app_metrics_url")
+    if not _HTTP_URL.fullmatch(url):
+        raise s.fail(
+            "app_metrics_url",
+            "expected an http:// or https:// URL such as http://127.0.0.1:9404/metrics, "
+            f"got {url!r}",
+        )
+    sidecar = SidecarConfig(
+        application_id=application_id,
+        cluster=cluster,
+        app_metrics_url=url,
+        scrape_timeout=s.duration("scrape_timeout"),
+        state_dir=s.optional_path("state_dir"),
+        expected_stream_threads=s.optional_integer("expected_stream_threads", minimum=1),
+    )
+    return sidecar if mode == "sidecar" else None
 
 
 def _read_exposition(s: Section) -> ExpositionConfig:

@@ -14,13 +14,22 @@ from pathlib import Path
 from typing import TypeVar
 
 from agent.config.location import ConfigFileError, Place
-from agent.config.values import HostPort, Secret, kind_of, parse_duration, parse_size, shown
+from agent.config.values import (
+    HostPort,
+    Secret,
+    format_size,
+    kind_of,
+    parse_duration,
+    parse_size,
+    shown,
+)
 from agent.config.yaml_source import YamlList, YamlMap
 
 T = TypeVar("T")
 C = TypeVar("C", bound=str)
 
 _ABSENT = object()
+INT32_MAX = 2**31 - 1
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -151,7 +160,8 @@ class Section:
             raise self.fail(key, f"expected true or false, got {shown(value)}")
         return value
 
-    def integer(self, key: str, *, minimum: int, rule: str = "") -> int:
+    def integer(self, key: str, *, minimum: int, maximum: int = INT32_MAX, rule: str = "") -> int:
+        """A whole number in [minimum, maximum]; Kafka's own counts are int32 unless said."""
         value = self._present(key, "a whole number")
         if value is _ABSENT:
             return self._default(key, int, "a whole number")
@@ -159,6 +169,8 @@ class Section:
             raise self.fail(key, f"expected a whole number, got {shown(value)}")
         if value < minimum:
             raise self.fail(key, f"{rule or f'must be at least {minimum}'}, got {value}")
+        if value > maximum:
+            raise self.fail(key, f"must be at most {maximum}, got {shown(value)}")
         return value
 
     def number(self, key: str, *, minimum: float, maximum: float | None = None) -> float:
@@ -175,11 +187,20 @@ class Section:
             raise self.fail(key, f"must be {bounds}, got {value}")
         return float(value)
 
+    def optional_integer(self, key: str, *, minimum: int) -> int | None:
+        """A whole number, or None when the key is not written (its default is None)."""
+        if self._present(key, "a whole number") is _ABSENT:
+            return None
+        return self.integer(key, minimum=minimum)
+
     def duration(self, key: str) -> float:
         return self._parsed(key, "a duration", parse_duration, float)
 
-    def size(self, key: str) -> int:
-        return self._parsed(key, "a size", parse_size, int)
+    def size(self, key: str, *, maximum: int | None = None) -> int:
+        size = self._parsed(key, "a size", parse_size, int)
+        if maximum is not None and size > maximum:
+            raise self.fail(key, f"must be at most {maximum} bytes, got {format_size(size)}")
+        return size
 
     def host_port(self, key: str) -> HostPort:
         value = self._present(key, "host:port text")
@@ -243,8 +264,11 @@ class Section:
                 raise place.error(f"expected a regular expression as text, got {shown(item)}")
             try:
                 compiled.append(re.compile(item))
-            except re.error as e:
-                raise place.error(f"invalid regular expression {item!r}: {e}") from None
+            # re raises OverflowError for a repetition count like a{9999999999},
+            # and RecursionError for thousands of nested groups.
+            except (re.error, OverflowError, RecursionError) as e:
+                reason = str(e) if not isinstance(e, RecursionError) else "nested too deeply"
+                raise place.error(f"invalid regular expression {shown(item)}: {reason}") from None
         return tuple(compiled)
 
     def secret(self, key: str) -> Secret | None:

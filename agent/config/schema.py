@@ -163,6 +163,22 @@ class ExpositionConfig:
     lag_history: float = 1800.0
 
 
+# The JMX exporter's usual port in a Kafka Streams pod (conventions.md).
+DEFAULT_APP_METRICS_URL = "http://127.0.0.1:9404/metrics"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SidecarConfig:
+    """The one Kafka Streams instance a sidecar agent sits next to."""
+
+    application_id: str  # its application.id, which is its group id
+    cluster: str  # the configured cluster it runs on; the loader defaults it to the first one
+    app_metrics_url: str = DEFAULT_APP_METRICS_URL
+    scrape_timeout: float = 5.0
+    state_dir: Path | None = None  # its state.dir, mounted read-only; None: not read
+    expected_stream_threads: int | None = None  # its num.stream.threads; None: not known
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KafkaInputConfig:
     """The snapshot topic the aggregation job reads."""
@@ -272,6 +288,7 @@ class Config:
     clusters: tuple[ClusterConfig, ...]
     sink: SinkConfig = SinkConfig()
     exposition: ExpositionConfig = ExpositionConfig()
+    sidecar: SidecarConfig | None = None  # set exactly when agent.mode is sidecar
     aggregation: AggregationConfig = AggregationConfig()
 
     def cluster(self, name: str) -> ClusterConfig:
@@ -289,12 +306,14 @@ class Config:
             f"{format_duration(self.exposition.lag_history)}, "
             f"logs {self.logging.format} at {self.logging.level}"
         ]
-        lines += [_describe_cluster(cluster) for cluster in self.clusters]
+        lines += [_describe_cluster(cluster, self.sidecar) for cluster in self.clusters]
         lines.append(f"snapshots: {_describe_sink(self.sink)}")
+        if self.sidecar is not None:
+            lines.append(_describe_sidecar(self.sidecar))
         return "\n".join(lines)
 
 
-def _describe_cluster(cluster: ClusterConfig) -> str:
+def _describe_cluster(cluster: ClusterConfig, sidecar: SidecarConfig | None) -> str:
     security = cluster.security
     connection: str = security.protocol
     if security.sasl is not None:
@@ -312,11 +331,33 @@ def _describe_cluster(cluster: ClusterConfig) -> str:
         groups += " except " + " ".join(p.pattern for p in cluster.groups.deny)
     poll = cluster.poll
     offsets_topic = "reads" if cluster.offsets_topic.read else "does not read"
+    if sidecar is not None:
+        # A sidecar polls its own application's group on its app's cluster, nothing else.
+        if cluster.name != sidecar.cluster:
+            return f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)}; not polled"
+        groups = f"{sidecar.application_id} only"
+        offsets_topic = "does not read"
     return (
         f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)} over {connection}; "
         f"groups {groups}; offsets every {format_duration(poll.offsets_interval)}, "
         f"metadata every {format_duration(poll.metadata_interval)}; "
         f"{offsets_topic} __consumer_offsets"
+    )
+
+
+def _describe_sidecar(sidecar: SidecarConfig) -> str:
+    threads = (
+        f", {sidecar.expected_stream_threads} stream threads expected"
+        if sidecar.expected_stream_threads is not None
+        else ""
+    )
+    state_dir = (
+        f"state directory {sidecar.state_dir}" if sidecar.state_dir else "no state directory"
+    )
+    return (
+        f"sidecar of Kafka Streams application {sidecar.application_id} on cluster "
+        f"{sidecar.cluster}: metrics from {sidecar.app_metrics_url} "
+        f"(timeout {format_duration(sidecar.scrape_timeout)}), {state_dir}{threads}"
     )
 
 

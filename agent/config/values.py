@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from agent import redaction
+
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h)")
 _DURATION_UNITS = {
     "ms": Fraction(1, 1000),
@@ -35,7 +37,12 @@ _SIZE_FORMS = "a size such as 500KB, 64MiB, 1GiB or a number of bytes"
 
 # Host names and IPv4 addresses; IPv6 addresses go in brackets.
 _HOST = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?")
+_PORT = re.compile(r"[0-9]{1,5}")  # ASCII digits: str.isdigit() also takes "²" and "١٢"
 _MAX_PORT = 65535
+# Longest duration accepted: far beyond any sensible interval, and well inside
+# what datetime.timedelta (APScheduler's intervals) can hold.
+MAX_DURATION_SECONDS = 365 * 24 * 3600
+_SHOWN_TEXT = 60
 
 
 def shown(value: object) -> str:
@@ -44,16 +51,16 @@ def shown(value: object) -> str:
     >>> shown("SCRAM"), shown([1]), shown(None), shown(True)
     ("'SCRAM'", 'a list', 'nothing', 'true')
     """
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float | str):
+    if isinstance(value, str) and len(value) > _SHOWN_TEXT:
+        return repr(value[: _SHOWN_TEXT - 3]) + "..."  # a pasted blob stays one readable line
+    if isinstance(value, int | float | str) and not isinstance(value, bool):
         return repr(value)
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
+    named = {type(None): "nothing", bool: "false", list: "a list", dict: "a mapping"}
+    if value is True:
+        return "true"
+    for kind, name in named.items():
+        if isinstance(value, kind):
+            return name
     return f"a {type(value).__name__}"
 
 
@@ -92,6 +99,10 @@ def parse_duration(value: object) -> float:
         raise ValueError(f"expected {_DURATION_FORMS}, got {shown(value)}")
     if seconds <= 0:
         raise ValueError(f"must be more than zero, got {shown(value)}")
+    if seconds > MAX_DURATION_SECONDS:
+        raise ValueError(
+            f"must be at most {format_duration(MAX_DURATION_SECONDS)} (a year), got {shown(value)}"
+        )
     return float(seconds)
 
 
@@ -176,7 +187,7 @@ class HostPort:
             raise ValueError(f"put an IPv6 address in brackets ([::1]:9092), got {text!r}")
         elif not _HOST.fullmatch(host):
             raise ValueError(f"expected host:port with a host name or address, got {text!r}")
-        if not port.isdigit() or not 1 <= int(port) <= _MAX_PORT:
+        if not _PORT.fullmatch(port) or not 1 <= int(port) <= _MAX_PORT:
             raise ValueError(f"expected host:port with a port from 1 to 65535, got {text!r}")
         return cls(host, int(port))
 
@@ -185,7 +196,8 @@ class Secret:
     """A password or passphrase that never shows its value, except through ``reveal()``.
 
     ``origin`` says where it came from (``environment variable X``, ``file P``,
-    ``the config file``) and may be shown.
+    ``the config file``) and may be shown. Creating one registers the value
+    with ``agent.redaction``, so logs and errors show it as ``***``.
 
     >>> s = Secret("hunter2", "environment variable DB_PASSWORD")
     >>> s, f"{s}", s.reveal()
@@ -197,6 +209,8 @@ class Secret:
     def __init__(self, value: str, origin: str = "the config file") -> None:
         self._value = value
         self.origin = origin
+        # Every log line and error line of this process blanks the value from now on.
+        redaction.remember(value)
 
     def reveal(self) -> str:
         """The value itself: call only where it is handed to the Kafka client."""

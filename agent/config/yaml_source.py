@@ -89,5 +89,15 @@ def load_yaml(text: str, source: str) -> object:
             line=None if mark is None else mark.line + 1,
             column=None if mark is None else mark.column + 1,
         ) from None
-    except yaml.YAMLError as e:  # e.g. a control character in the text
+    except yaml.reader.ReaderError as e:  # a character YAML does not allow, e.g. NUL
+        line = text.count("\n", 0, e.position) + 1
+        column = e.position - (text.rfind("\n", 0, e.position) + 1) + 1
+        code = e.character if isinstance(e.character, int) else ord(e.character)
+        problem = f"invalid YAML: character U+{code:04X} is not allowed"
+        raise ConfigFileError(source, problem, line=line, column=column) from None
+    except yaml.YAMLError as e:
         raise ConfigFileError(source, f"invalid YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        # PyYAML's composer recurses per nesting level: thousands of [ or { must
+        # be an error, not a crash.
+        raise ConfigFileError(source, "invalid YAML: nested too deeply") from None

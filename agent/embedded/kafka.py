@@ -14,6 +14,7 @@ import dataclasses
 import json
 import logging
 import os
+import re
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,6 +116,7 @@ class BrokerMeta:
     controller_port: int
     kafka_version: str
     sasl_port: int | None = None
+    sasl_ssl_port: int | None = None
 
     @classmethod
     def load(cls, path: Path) -> "BrokerMeta | None":
@@ -128,6 +130,36 @@ class BrokerMeta:
         if not (isinstance(meta.port, int) and isinstance(meta.controller_port, int)):
             raise SetupError(f"{path} has non-numeric ports; remove {path.parent}")
         return meta
+
+
+# SCRAM user names and passwords travel in kafka-storage's --add-scram argument,
+# whose syntax gives ',', '[', ']', '=' and quotes a meaning.
+_SCRAM_TEXT = re.compile(r"[A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class SaslSslListener:
+    """An optional SASL_SSL listener with SCRAM-SHA-512 logins, for security tests.
+
+    ``key_store`` is a PEM file holding the broker's private key (PKCS#8, not
+    encrypted) and its certificate chain. ``scram_users`` (name -> password)
+    are created when the storage is formatted, so they exist from the first
+    start; a data directory formatted without them never gets them.
+    """
+
+    key_store: Path
+    scram_users: Mapping[str, str]
+
+    def __post_init__(self) -> None:
+        for text in (*self.scram_users, *self.scram_users.values()):
+            if not _SCRAM_TEXT.fullmatch(text):
+                raise SetupError(
+                    f"SCRAM user names and passwords of the embedded broker must be letters, "
+                    f"digits, '.', '_' or '-'; got {len(text)} other characters"
+                )
+
+
+ANONYMOUS = "User:ANONYMOUS"  # the principal of PLAINTEXT (and CONTROLLER) connections
 
 
 def _new_cluster_id() -> str:
@@ -157,6 +189,8 @@ class EmbeddedKafka:
         heap_mb: int = 512,
         overrides: Mapping[str, str] | None = None,
         sasl_plain_users: Mapping[str, str] | None = None,
+        sasl_ssl: SaslSslListener | None = None,
+        super_users: Sequence[str] | None = None,
         die_with_parent: bool = True,
     ) -> None:
         self.distribution = distribution
@@ -177,6 +211,15 @@ class EmbeddedKafka:
         self.sasl_port: int | None = None
         if self.sasl_plain_users:
             self.sasl_port = meta.sasl_port if meta and meta.sasl_port else free_port()
+        # An optional SASL_SSL listener with SCRAM-SHA-512 users, for TLS tests.
+        self.sasl_ssl = sasl_ssl
+        self.sasl_ssl_port: int | None = None
+        if sasl_ssl is not None:
+            self.sasl_ssl_port = meta.sasl_ssl_port if meta and meta.sasl_ssl_port else free_port()
+        # With super users, the broker authorizes with ACLs (KRaft StandardAuthorizer):
+        # PLAINTEXT (ANONYMOUS) stays unrestricted, the named principals too, and
+        # every other principal gets exactly the ACLs granted to it.
+        self.super_users = (ANONYMOUS, *super_users) if super_users is not None else None
         self.process = JvmProcess(
             f"kafka broker :{self.port}",
             self._broker_argv(),
@@ -199,6 +242,10 @@ class EmbeddedKafka:
     @property
     def sasl_bootstrap_servers(self) -> str | None:
         return f"{LOOPBACK}:{self.sasl_port}" if self.sasl_port else None
+
+    @property
+    def sasl_ssl_bootstrap_servers(self) -> str | None:
+        return f"{LOOPBACK}:{self.sasl_ssl_port}" if self.sasl_ssl_port else None
 
     def server_properties(self) -> dict[str, str]:
         props = {
@@ -231,6 +278,22 @@ class EmbeddedKafka:
             props["listener.name.sasl_plaintext.plain.sasl.jaas.config"] = (
                 f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
             )
+        if self.sasl_ssl is not None and self.sasl_ssl_port:
+            props["listeners"] += f",SASL_SSL://{LOOPBACK}:{self.sasl_ssl_port}"
+            props["advertised.listeners"] += f",SASL_SSL://{LOOPBACK}:{self.sasl_ssl_port}"
+            props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+            listener = "listener.name.sasl_ssl"
+            props[f"{listener}.sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
+            props[f"{listener}.scram-sha-512.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+            )
+            props[f"{listener}.ssl.keystore.type"] = "PEM"
+            props[f"{listener}.ssl.keystore.location"] = str(self.sasl_ssl.key_store)
+        if self.super_users is not None:
+            props["authorizer.class.name"] = (
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+            )
+            props["super.users"] = ";".join(self.super_users)
         props.update(self.overrides)
         return props
 
@@ -247,6 +310,8 @@ class EmbeddedKafka:
         ensure_free(self.controller_port, "the embedded Kafka controller")
         if self.sasl_port:
             ensure_free(self.sasl_port, "the embedded Kafka SASL listener")
+        if self.sasl_ssl_port:
+            ensure_free(self.sasl_ssl_port, "the embedded Kafka SASL_SSL listener")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.properties_path.write_text(
             "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
@@ -307,9 +372,22 @@ class EmbeddedKafka:
         )
 
     def _format(self) -> None:
+        scram = [
+            arg
+            for user, password in (self.sasl_ssl.scram_users.items() if self.sasl_ssl else ())
+            for arg in ("--add-scram", f"SCRAM-SHA-512=[name={user},password={password}]")
+        ]
         argv = self.distribution.java_argv(
             "kafka.tools.StorageTool",
-            ["format", "-t", self.cluster_id, "-c", str(self.properties_path), "--standalone"],
+            [
+                "format",
+                "-t",
+                self.cluster_id,
+                "-c",
+                str(self.properties_path),
+                "--standalone",
+                *scram,
+            ],
             jvm_options=[
                 "-Xmx256m",
                 f"-Dlog4j2.configurationFile={resource_path('log4j2-tools.xml')}",
@@ -327,6 +405,7 @@ class EmbeddedKafka:
             self.controller_port,
             self.distribution.version,
             self.sasl_port,
+            self.sasl_ssl_port,
         )
         (self.data_dir / self.META_FILE).write_text(json.dumps(dataclasses.asdict(meta)))
 

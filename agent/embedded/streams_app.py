@@ -28,6 +28,11 @@ MAIN_CLASS = "dev.ksmon.fixture.FixtureApp"
 # Kafka's own consumer-group CLI (kafka-consumer-groups.sh), an oracle for lag and members.
 CONSUMER_GROUP_COMMAND_CLASS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
+# A Kafka Streams 3.x for the fixture app, where a test needs 3.x behaviour: metric
+# names without client-state and thread-state, and tasks that keep .checkpoint
+# files (4.3 moved RocksDB stores' changelog offsets into the stores, KIP-1035).
+KAFKA_STREAMS_3X_VERSION = "3.9.1"
+
 Topology = Literal["count", "join", "windowed"]
 OnError = Literal["replace_thread", "shutdown_client", "shutdown_application"]
 

@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from agent import __version__
 from agent.exposition.agent_state import AgentState, ClusterStatus
-from agent.model import PartitionInfo, Snapshot
+from agent.model import PartitionInfo, SidecarInfo, Snapshot
 from agent.transport.sink import SinkStats
 
 LagGranularity = Literal["partition", "topic"]
@@ -45,6 +45,8 @@ class AgentCollector(Collector):
         yield from _groups(snapshots)
         yield from _partitions(snapshots, self.lag_granularity)
         yield from _streams(snapshots)
+        if self.mode == "sidecar":
+            yield from _sidecar(view.clusters)
 
     def _self_health(self, clusters: Iterable[ClusterStatus]) -> Iterator[Metric]:
         build = GaugeMetricFamily(
@@ -464,3 +466,93 @@ def _streams(snapshots: list[Snapshot]) -> Iterator[Metric]:
             _add_streams_group(families, s)
     yield from (instances, threads, instance_info, tasks, assignment, shutdown, probing)
     yield from (topic_partitions, topic_size)
+
+
+def _sidecar(clusters: Iterable[ClusterStatus]) -> Iterator[Metric]:
+    """The Kafka Streams instance a sidecar agent sits next to, as it saw it in the pod."""
+    key = ["kafka_cluster", "group", "process"]
+    up = _gauge(
+        "ksmon_sidecar_app_metrics_up",
+        "1 if the last scrape of the Kafka Streams app's metrics endpoint worked, else 0.",
+        key,
+    )
+    client_state = _gauge(
+        "ksmon_sidecar_client_state",
+        "The app's current KafkaStreams state (Kafka Streams 4.0+), always 1.",
+        [*key, "state"],
+    )
+    alive = _gauge(
+        "ksmon_sidecar_stream_threads_alive",
+        "The app's alive stream threads (alive-stream-threads; 0 once its client has closed).",
+        key,
+    )
+    expected = _gauge(
+        "ksmon_sidecar_stream_threads_expected",
+        "The app's configured num.stream.threads (sidecar.expected_stream_threads).",
+        key,
+    )
+    failed = CounterMetricFamily(
+        "ksmon_sidecar_stream_threads_failed",
+        "Stream threads that failed since the app started (failed-stream-threads).",
+        labels=key,
+    )
+    thread_state = _gauge(
+        "ksmon_sidecar_thread_state",
+        "Each stream thread's current state (Kafka Streams 4.0+; DEAD for every thread "
+        "of a closed client), always 1.",
+        [*key, "thread", "state"],
+    )
+    restoring = _gauge(
+        "ksmon_sidecar_restoring_tasks",
+        "Active tasks restoring now (the state updaters' active-restoring-tasks; 3.8+).",
+        key,
+    )
+    remaining = _gauge(
+        "ksmon_sidecar_task_restore_remaining_records",
+        "restore-remaining-records-total of a task: evidence of a restore, not of its "
+        "progress (it may overshoot and stay above 0).",
+        [*key, "task"],
+    )
+    state_dir_bytes = _gauge(
+        "ksmon_sidecar_state_dir_bytes", "Bytes in the app's state directory.", key
+    )
+    for c in clusters:
+        if c.sidecar is None:
+            continue
+        info = c.sidecar.info
+        labels = [c.cluster, c.sidecar.group, info.process_id or ""]
+        up.add_metric(labels, 1 if info.app_metrics_up else 0)
+        if info.client_state is not None:
+            client_state.add_metric([*labels, info.client_state], 1)
+        if info.alive_stream_threads is not None:
+            alive.add_metric(labels, info.alive_stream_threads)
+        if info.expected_stream_threads is not None:
+            expected.add_metric(labels, info.expected_stream_threads)
+        if info.failed_stream_threads is not None:
+            failed.add_metric(labels, info.failed_stream_threads)
+        for t in info.threads:
+            if t.state is not None:
+                thread = str(t.thread_index) if t.thread_index is not None else t.thread_id
+                thread_state.add_metric([*labels, thread, t.state], 1)
+        restoring_now = _restoring_tasks(info)
+        if restoring_now is not None:
+            restoring.add_metric(labels, restoring_now)
+        # A task moving between threads may briefly appear twice; one series per task.
+        per_task = {
+            t.task: t.restore_remaining_records
+            for t in info.tasks
+            if t.restore_remaining_records is not None
+        }
+        for task, records in sorted(per_task.items()):
+            remaining.add_metric([*labels, task], records)
+        if info.state_dir_bytes is not None:
+            state_dir_bytes.add_metric(labels, info.state_dir_bytes)
+    yield from (up, client_state, alive, expected, failed, thread_state, restoring, remaining)
+    yield state_dir_bytes
+
+
+def _restoring_tasks(info: SidecarInfo) -> int | None:
+    counts = [u.active_restoring_tasks for u in info.state_updaters]
+    if not counts or any(c is None for c in counts):
+        return None
+    return sum(c for c in counts if c is not None)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from agent.collect.poller import PollResult
+from agent.collect.poller import PollResult, SidecarReport
 from agent.model import Snapshot
 from agent.transport.sink import SinkStats
 
@@ -28,6 +28,8 @@ class ClusterStatus:
     requests_total: Counter[str] = field(default_factory=Counter)
     poll_errors_total: Counter[tuple[str, str]] = field(default_factory=Counter)  # (stage, error)
     snapshots: tuple[Snapshot, ...] = ()  # from the last successful poll; empty while down
+    # Sidecar mode: the last look inside the pod, kept while the cluster is down.
+    sidecar: SidecarReport | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,7 @@ class AgentState:
                     requests_total=requests,
                     poll_errors_total=errors,
                     snapshots=tuple(result.snapshots),
+                    sidecar=result.sidecar,
                 )
             else:
                 errors[("cluster", "unreachable")] += 1
@@ -86,6 +89,7 @@ class AgentState:
                     requests_total=requests,
                     poll_errors_total=errors,
                     snapshots=(),
+                    sidecar=result.sidecar,
                 )
             self._clusters[result.cluster] = status
 

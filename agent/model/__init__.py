@@ -1,5 +1,6 @@
 """The records that flow from the agent to the aggregation job: the only contract between them."""
 
+from agent.model.records import NewerSchemaError, RecordError
 from agent.model.snapshot import (
     SCHEMA_VERSION,
     AgentInfo,
@@ -35,10 +36,12 @@ __all__ = [
     "DecodeIssue",
     "GroupInfo",
     "MemberInfo",
+    "NewerSchemaError",
     "PartitionInfo",
     "PollError",
     "PollInfo",
     "RebalanceEvent",
+    "RecordError",
     "SidecarInfo",
     "SidecarStateUpdater",
     "SidecarTask",

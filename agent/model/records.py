@@ -24,6 +24,20 @@ class RecordError(ValueError):
     """A JSON document does not fit the record type; the message names the field path."""
 
 
+class NewerSchemaError(RecordError):
+    """A record written with a newer schema version than this reader knows.
+
+    Not malformed: a newer agent wrote it after a change older readers cannot
+    ignore (additive changes keep the version). Readers keep such records
+    aside (the job quarantines them as ``future_version``) instead of guessing.
+    """
+
+    def __init__(self, version: int, known: int) -> None:
+        super().__init__(f"$.schema_version: {version} is newer than this reader's {known}")
+        self.version = version
+        self.known = known
+
+
 def to_plain(value: object) -> object:
     """A dataclass tree as dicts, lists and scalars, ready for ``json.dumps``."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -43,21 +57,28 @@ def to_json_bytes(value: object) -> bytes:
 def decode_versioned(data: bytes | str, newest: int) -> dict[str, Any]:
     """A JSON object with a ``schema_version`` this reader (at ``newest``) understands.
 
-    Raises ``RecordError`` for text that is not a JSON object, and for a
-    missing, malformed or newer version: a newer writer may have changed
-    what the fields mean, so its records are refused, never guessed at.
+    Raises ``RecordError`` for text that is not a JSON object or has a missing
+    or malformed version, and ``NewerSchemaError`` (a ``RecordError``) for a
+    newer version: a newer writer may have changed what the fields mean, so
+    its records are kept aside, never guessed at.
     """
     try:
         plain = json.loads(data)
     except ValueError as e:
         raise RecordError(f"not JSON: {e}") from e
+    except RecursionError:
+        # json.loads recurses per nesting level: a hostile or corrupt document
+        # of many nested brackets must be an error, not a crash.
+        raise RecordError("not JSON a record can be: nested too deeply") from None
     if not isinstance(plain, dict):
         raise RecordError("$: expected an object")
     version = plain.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
-        raise RecordError(f"$.schema_version: expected a positive integer, got {version!r}")
+        shown = repr(version)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."  # noqa: PLR2004
+        raise RecordError(f"$.schema_version: expected a positive integer, got {shown}")
     if version > newest:
-        raise RecordError(f"$.schema_version: {version} is newer than this reader's {newest}")
+        raise NewerSchemaError(version, newest)
     return plain
 
 

@@ -270,6 +270,17 @@ class SidecarInfo:
     state_dir: str | None = None
     state_dir_readable: bool = False
     state_dir_tasks: tuple[StateDirTask, ...] = ()
+    # Added with the sidecar itself (all optional, so older readers ignore them):
+    # which evidence matched member_ids: process_id | client_id | instance_id | host.
+    matched_by: str | None = None
+    # Kafka Streams' metrics, seen earlier in this JVM, are gone: the client was
+    # closed (cleanly or to ERROR), so no stream thread runs (alive_stream_threads
+    # is 0) and client_state, unknowable then, is None.
+    client_closed: bool = False
+    # metrics.recording.level (4.0+): restored_records_total is counted at DEBUG only.
+    recording_level: str | None = None
+    state_dir_error: str | None = None  # why the state directory could not be read
+    state_dir_bytes: int | None = None  # every file under it
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,5 +309,9 @@ class Snapshot:
 
     @classmethod
     def from_json(cls, data: bytes | str) -> "Snapshot":
-        """Parse a snapshot; raises ``RecordError`` naming the offending field."""
+        """Parse a snapshot; raises ``RecordError`` naming the offending field.
+
+        A snapshot of a newer schema version raises ``NewerSchemaError`` (a
+        ``RecordError``), so a reader can tell "from the future" from "broken".
+        """
         return from_plain(cls, decode_versioned(data, SCHEMA_VERSION))

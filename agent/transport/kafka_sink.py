@@ -6,7 +6,7 @@ delivers it with an idempotent producer (``acks=all``). While the broker or
 topic is unreachable, records wait and are retried in order; the longest
 delivered prefix of each batch leaves the buffer, so delivery is at least
 once and per-key order is kept. A topic deleted while the agent runs is
-created again.
+created again; after any failed attempt the next one uses a new producer.
 """
 
 import logging
@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agent import kafka_python_fixes
 from agent.transport.buffer import BoundedBuffer
 from agent.transport.sink import SinkStats
 
@@ -152,8 +153,11 @@ class KafkaTopicSink:
         if "Topic" in name or "Timeout" in name or "Metadata" in text:
             # The topic may have been deleted: check (and create it) before the next try.
             self._topic_checked = False
-        if "Authentication" in name or "Connection" in name or "NoBrokers" in name:
-            self._drop_producer()
+        # The next try gets a new producer: one that saw its topic deleted and
+        # created again kept failing (stale metadata and idempotence state), and
+        # one that met a refused login or a dead broker has nothing worth keeping.
+        # What it still held is in the buffer, and is sent again.
+        self._drop_producer()
 
     def _drop_producer(self) -> None:
         producer, self._producer = self._producer, None
@@ -168,8 +172,12 @@ class KafkaTopicSink:
             from kafka import KafkaProducer  # noqa: PLC0415 - slow import
 
             timeout_ms = int(self.delivery_timeout * 1000)
-            self._producer = KafkaProducer(
-                **self._settings,
+            # The cluster's settings (servers, TLS, SASL) under the sink's own:
+            # a key in both (request_timeout_ms) must not reach the producer twice.
+            settings = {
+                k: v for k, v in self._settings.items() if k in KafkaProducer.DEFAULT_CONFIG
+            }
+            settings.update(
                 acks="all",
                 enable_idempotence=True,
                 compression_type=self.compression,
@@ -178,7 +186,15 @@ class KafkaTopicSink:
                 max_block_ms=min(timeout_ms, 10_000),
                 delivery_timeout_ms=timeout_ms,
                 request_timeout_ms=min(timeout_ms, 30_000) // 2,
+                # Only ksmon creates its topic, with its partitions and message size:
+                # a producer that auto-created it after a deletion would get the
+                # broker's defaults (one partition, 1 MB messages).
+                allow_auto_create_topics=False,
             )
+            kafka_python_fixes.install()
+            producer = KafkaProducer(**settings)
+            _forbid_topic_auto_creation(producer)
+            self._producer = producer
         return self._producer
 
     def _ensure_topic(self) -> None:
@@ -191,6 +207,7 @@ class KafkaTopicSink:
         admin_settings = {
             k: v for k, v in self._settings.items() if k in KafkaAdminClient.DEFAULT_CONFIG
         }
+        kafka_python_fixes.install()
         admin = KafkaAdminClient(**admin_settings)
         try:
             if self.topic not in set(admin.list_topics()):
@@ -212,3 +229,20 @@ class KafkaTopicSink:
             self._topic_checked = True
         finally:
             admin.close()
+
+
+def _forbid_topic_auto_creation(producer: Any) -> None:  # noqa: ANN401 - kafka-python is untyped
+    """Make the producer's metadata requests really say "do not create the topic".
+
+    kafka-python 3.0 builds the client's cluster metadata without the
+    ``allow_auto_create_topics`` option it was given, so its metadata
+    requests always allow creation: after a deletion the producer re-created
+    the snapshot topic with the broker's defaults (one partition, 1 MB
+    messages) before ksmon could create it properly. The option is set where
+    those requests read it.
+    """
+    config = getattr(getattr(producer, "_metadata", None), "config", None)
+    if isinstance(config, dict) and "allow_auto_create_topics" in config:
+        config["allow_auto_create_topics"] = False
+    else:  # a kafka-python that moved it: say so rather than pretend
+        log.warning("cannot turn off topic auto-creation in this kafka-python's producer")

@@ -2,7 +2,6 @@
 app's own view of its tasks and against Kafka's own ConsumerGroupCommand."""
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,13 +21,6 @@ from tests.support.streams import StreamsApps, unique_name
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-
-
-@pytest.fixture
-def edge(kafka: EmbeddedKafka) -> Iterator[KafkaEdge]:
-    edge = KafkaEdge({"bootstrap_servers": kafka.bootstrap_servers, "client_id": "ksmon-test"})
-    yield edge
-    edge.close()
 
 
 def poller_for(edge: KafkaEdge, group: str) -> ClusterPoller:

@@ -10,7 +10,7 @@ from agent.embedded.load import KeyedLoad, KeySkew, partition_of, produce
 from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig
 from agent.embedded.topics import create_topics, end_offsets
-from tests.support.streams import StreamsApps, unique_name
+from tests.support.streams import StreamsApps, fill_changelog, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -105,13 +105,7 @@ def test_restore_throttle_holds_a_restore_until_its_marker_is_removed(
             restore_marker=marker,
         )
     )
-    changelog = f"{app}-counts-changelog"
-    produce(kafka.bootstrap_servers, topic, [(f"k{n}", "v") for n in range(500)])
-    wait_until(
-        lambda: sum(end_offsets(kafka.bootstrap_servers, changelog).values()) >= 500,
-        timeout=60,
-        what=f"500 distinct keys in {changelog}",
-    )
+    fill_changelog(kafka, topic, f"{app}-counts-changelog", 500)
 
     marker.touch()
     instance.restart(wipe_state=True)

@@ -1,17 +1,21 @@
 """The snapshot sink on the real broker: order, size, outages, a deleted topic."""
 
+import textwrap
 import time
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from agent.collect.kafka_edge import KafkaEdge
+from agent.collect.raw import TopicConfig
+from agent.config import parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.process import wait_until
 from agent.embedded.topics import end_offsets
+from agent.transport.factory import open_sink
 from agent.transport.kafka_sink import KafkaTopicSink
+from tests.support import kafka_io
 from tests.support.streams import unique_name
 
 pytestmark = pytest.mark.integration
@@ -36,27 +40,17 @@ def sink(kafka: EmbeddedKafka, topic: str) -> Iterator[KafkaTopicSink]:
     sink.close(timeout=5)
 
 
-def read_all(kafka: EmbeddedKafka, topic: str) -> list[tuple[bytes, bytes]]:
-    consumer = KafkaConsumer(
-        bootstrap_servers=kafka.bootstrap_servers,
-        group_id=None,
-        enable_auto_commit=False,
-        max_partition_fetch_bytes=8 * 1024 * 1024,
-        fetch_max_bytes=16 * 1024 * 1024,
-    )
+def topic_config(kafka: EmbeddedKafka, topic: str) -> TopicConfig:
+    edge = KafkaEdge({"bootstrap_servers": kafka.bootstrap_servers})
     try:
-        ends = end_offsets(kafka.bootstrap_servers, topic)
-        partitions = [TopicPartition(topic, p) for p in ends]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        records: list[tuple[bytes, bytes]] = []
-        deadline = time.monotonic() + 30
-        while sum(ends.values()) > len(records) and time.monotonic() < deadline:
-            for batch in consumer.poll(timeout_ms=500).values():
-                records.extend((r.key, r.value) for r in batch)
-        return records
+        configs, _ = edge.describe_configs([topic], None)
     finally:
-        consumer.close()
+        edge.close()
+    return configs[topic]
+
+
+def read_all(kafka: EmbeddedKafka, topic: str) -> list[tuple[bytes, bytes]]:
+    return kafka_io.read_all(kafka.bootstrap_servers, topic)
 
 
 def test_records_arrive_keyed_and_in_order_per_key(
@@ -84,13 +78,9 @@ def test_the_topic_is_created_for_large_snapshots_and_takes_one(
     sink.send(b"c/big", big)
 
     assert sink.flush(timeout=30), sink.stats().last_error
-    edge = KafkaEdge({"bootstrap_servers": kafka.bootstrap_servers})
-    try:
-        configs, _ = edge.describe_configs([topic], None)
-    finally:
-        edge.close()
-    assert configs[topic].max_message_bytes == 4 * 1024 * 1024
-    assert configs[topic].cleanup_policy == "delete"
+    config = topic_config(kafka, topic)
+    assert config.max_message_bytes == 4 * 1024 * 1024
+    assert config.cleanup_policy == "delete"
     assert read_all(kafka, topic) == [(b"c/big", big)]
 
 
@@ -146,3 +136,34 @@ def test_a_deleted_topic_is_created_again_and_sending_resumes(
         what="the second record to be delivered",
     )
     assert [v for _, v in read_all(kafka, topic)] == [b'{"n":2}']
+    # Re-created by ksmon with its own settings, not auto-created by the producer
+    # with the broker's defaults (one partition, 1 MB messages).
+    assert len(end_offsets(kafka.bootstrap_servers, topic)) == 3
+    assert topic_config(kafka, topic).max_message_bytes == 4 * 1024 * 1024
+
+
+def test_the_sink_the_daemon_opens_from_a_config_delivers(kafka: EmbeddedKafka, topic: str) -> None:
+    # The daemon builds its sink from a cluster's client settings, which carry the
+    # poll's request_timeout_ms: the producer must take the sink's own instead of
+    # failing every delivery with "got multiple values for keyword argument".
+    config = parse_config(
+        textwrap.dedent(
+            f"""\
+        clusters:
+          - name: local
+            bootstrap_servers: ["{kafka.bootstrap_servers}"]
+            poll: {{request_timeout: 5s}}
+        sink:
+          type: kafka
+          kafka: {{topic: {topic}, partitions: 1, replication_factor: 1}}
+        """
+        ),
+        "test config",
+    )
+    sink = open_sink(config)
+    try:
+        sink.send(b"local/g", b'{"n":1}')
+        assert sink.flush(timeout=30), sink.stats().last_error
+    finally:
+        sink.close(timeout=5)
+    assert read_all(kafka, topic) == [(b"local/g", b'{"n":1}')]

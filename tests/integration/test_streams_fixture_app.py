@@ -6,11 +6,10 @@ from kafka.admin import KafkaAdminClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from agent.embedded.kafka import EmbeddedKafka
-from agent.embedded.load import key_for_partition, produce
 from agent.embedded.streams_app import StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
 from tests.support.kafka_tools import describe_members
-from tests.support.streams import StreamsApps, unique_name
+from tests.support.streams import StreamsApps, poison_instance, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -109,19 +108,7 @@ def test_poison_pill_under_shutdown_client_kills_the_threads_but_not_the_jvm(
         instances=2,
     )
     # Aim the pill at a source partition the victim owns, found from its own view.
-    victim_view = victim.oracle()
-    assert victim_view is not None
-    owned = sorted(
-        int(partition.rsplit("-", 1)[1])
-        for thread in victim_view["threads"]
-        for task in thread["activeTasks"]
-        for partition in task["partitions"]
-        if partition.startswith(f"{topic}-")
-    )
-    assert owned, "the victim owns at least one input partition"
-    pill = key_for_partition(owned[0], INPUT_PARTITIONS, prefix="poison")
-
-    produce(kafka.bootstrap_servers, topic, [(pill, "boom")])
+    poison_instance(kafka, victim, topic, INPUT_PARTITIONS)
 
     after = victim.wait_for(
         lambda s: s["state"] == "ERROR" and s["aliveThreads"] == 0,

@@ -5,12 +5,49 @@ import uuid
 from pathlib import Path
 
 from agent.embedded.kafka import EmbeddedKafka
+from agent.embedded.load import key_for_partition, produce
+from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig, StreamsAppInstance
+from agent.embedded.topics import end_offsets
 
 
 def unique_name(base: str) -> str:
     """A name no other test on the shared broker uses: ``<base>-<6 hex>``."""
     return f"{re.sub(r'[^a-zA-Z0-9-]+', '-', base).strip('-')[:40]}-{uuid.uuid4().hex[:6]}"
+
+
+def owned_input_partitions(instance: StreamsAppInstance, topic: str) -> list[int]:
+    """The partitions of ``topic`` the instance's active tasks read, from its own view."""
+    view = instance.oracle()
+    assert view is not None, f"{instance.name} does not answer"
+    return sorted(
+        int(partition.rsplit("-", 1)[1])
+        for thread in view["threads"]
+        for task in thread["activeTasks"]
+        for partition in task["partitions"]
+        if partition.startswith(f"{topic}-")
+    )
+
+
+def poison_instance(
+    kafka: EmbeddedKafka, instance: StreamsAppInstance, topic: str, partitions: int
+) -> None:
+    """Send a poison pill (prefix ``poison``) to an input partition ``instance`` owns."""
+    owned = owned_input_partitions(instance, topic)
+    assert owned, f"{instance.name} owns at least one partition of {topic}"
+    pill = key_for_partition(owned[0], partitions, prefix="poison")
+    produce(kafka.bootstrap_servers, topic, [(pill, "boom")])
+
+
+def fill_changelog(kafka: EmbeddedKafka, topic: str, changelog: str, keys: int) -> None:
+    """Produce ``keys`` distinct keys to ``topic`` and wait until the count topology
+    has written them all to its changelog."""
+    produce(kafka.bootstrap_servers, topic, [(f"k{n}", "v") for n in range(keys)])
+    wait_until(
+        lambda: sum(end_offsets(kafka.bootstrap_servers, changelog).values()) >= keys,
+        timeout=60,
+        what=f"{keys} distinct keys in {changelog}",
+    )
 
 
 class StreamsApps:
@@ -24,14 +61,25 @@ class StreamsApps:
         self.instances: list[StreamsAppInstance] = []
 
     def start(
-        self, config: StreamsAppConfig, instances: int = 1, *, wait: bool = True
+        self,
+        config: StreamsAppConfig,
+        instances: int = 1,
+        *,
+        wait: bool = True,
+        build: StreamsAppBuild | None = None,
     ) -> list[StreamsAppInstance]:
-        """Start ``instances`` JVMs at once, then wait for all to reach RUNNING."""
+        """Start ``instances`` JVMs at once, then wait for all to reach RUNNING.
+
+        ``build`` runs another build of the app (another Kafka Streams version)."""
         started = []
         for _ in range(instances):
             name = f"{config.application_id}-{len(self.instances)}"
             instance = StreamsAppInstance(
-                self.build, self.kafka.bootstrap_servers, config, name, self.work_dir / name
+                build or self.build,
+                self.kafka.bootstrap_servers,
+                config,
+                name,
+                self.work_dir / name,
             )
             self.instances.append(instance)
             started.append(instance)

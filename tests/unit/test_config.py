@@ -69,6 +69,12 @@ def test_durations_sizes_and_comma_separated_servers_are_understood() -> None:
 
 
 CLUSTER = "clusters:\n  - name: a\n    bootstrap_servers: [k:9092]\n"
+# A SASL section missing only its password.
+SEC = (
+    CLUSTER
+    + "    security:\n      protocol: SASL_PLAINTEXT\n      sasl:\n        mechanism: PLAIN\n"
+    + "        username: u\n"
+)
 
 
 @pytest.mark.parametrize(
@@ -220,20 +226,399 @@ CLUSTER = "clusters:\n  - name: a\n    bootstrap_servers: [k:9092]\n"
             id="not a boolean",
         ),
         pytest.param(
+            "agent:\n  mode: sidecar\n" + MINIMAL,
+            "sidecar.application_id: required key missing when agent.mode is sidecar; expected "
+            "the Kafka Streams application.id",
+            id="sidecar mode without saying which app",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  app_metrics_url: localhost:9404\n",
+            "sidecar.app_metrics_url: expected an http:// or https:// URL such as "
+            "http://127.0.0.1:9404/metrics, got 'localhost:9404'",
+            id="a metrics URL without a scheme",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  cluster: prod\n",
+            "sidecar.cluster: must name a configured cluster (local), got 'prod'",
+            id="a sidecar on an unknown cluster",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  expected_stream_threads: 0\n",
+            "sidecar.expected_stream_threads: must be at least 1, got 0",
+            id="no stream threads expected",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: my app\n",
+            "sidecar.application_id: must be a Kafka Streams application.id",
+            id="an application id Kafka Streams refuses",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  state_directory: /x\n",
+            "sidecar.state_directory: unknown key; did you mean 'state_dir'?",
+            id="a misspelt sidecar key, even in central mode",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  scrape_timeout: 5s\n",
+            "sidecar.application_id: required key missing in a sidecar section",
+            id="a sidecar section without an application",
+        ),
+        pytest.param(
             "- just\n- a list\n",
             "test.yaml:1: expected a mapping with keys agent, aggregation, clusters",
             id="not a mapping",
+        ),
+        # --- every other rule, one case each ---------------------------------------------
+        pytest.param(MINIMAL + "agent:\n  id: ''\n", "agent.id: must not be empty", id="empty id"),
+        pytest.param(
+            MINIMAL + "agent:\n  id: 5\n",
+            "agent.id: expected text, got 5 (quote it to make it text)",
+            id="number for text",
+        ),
+        pytest.param(
+            MINIMAL + "agent:\n  mode: side\n",
+            "agent.mode: must be one of central, sidecar, got 'side'",
+            id="agent mode",
+        ),
+        pytest.param(
+            MINIMAL + "logging:\n  level: verbose\n",
+            "logging.level: must be one of debug, info, warning, error, got 'verbose'",
+            id="log level",
+        ),
+        pytest.param(
+            MINIMAL + "logging:\n  format: xml\n",
+            "logging.format: must be one of json, text, got 'xml'",
+            id="log format",
+        ),
+        pytest.param(
+            MINIMAL + "http:\n  listen: ':70000'\n",
+            "http.listen: expected host:port with a host name or address, got ':70000'",
+            id="listen without host",
+        ),
+        pytest.param(
+            MINIMAL + "http:\n  listen: '0.0.0.0:70000'\n",
+            "http.listen: expected host:port with a port from 1 to 65535, got '0.0.0.0:70000'",
+            id="port out of range",
+        ),
+        pytest.param(
+            MINIMAL + "http:\n  listen: 'http://0.0.0.0:8479'\n",
+            "http.listen: expected host:port without a scheme",
+            id="listen with a scheme",
+        ),
+        pytest.param(
+            MINIMAL + "http:\n  listen: '::1:8479'\n",
+            "http.listen: put an IPv6 address in brackets ([::1]:9092)",
+            id="IPv6 without brackets",
+        ),
+        pytest.param(
+            # Regression: str.isdigit() took "²" and int() then failed with Python's words.
+            "clusters:\n  - name: a\n    bootstrap_servers: ['k:²']\n",
+            "clusters[0].bootstrap_servers[0]: expected host:port with a port from 1 to 65535",
+            id="non-ASCII digits in a port",
+        ),
+        pytest.param(
+            "clusters: {name: a}\n",
+            "clusters: expected a list of clusters, got a mapping",
+            id="clusters not a list",
+        ),
+        pytest.param(
+            "clusters: [a]\n",
+            "clusters[0]: expected a mapping with keys bootstrap_servers",
+            id="cluster not a mapping",
+        ),
+        pytest.param(
+            "clusters:\n  - bootstrap_servers: [k:1]\n",
+            "clusters[0].name: required key missing; expected a cluster name such as prod-eu",
+            id="cluster without name",
+        ),
+        pytest.param(
+            "clusters:\n  - name: a\n    bootstrap_servers: []\n",
+            "clusters[0].bootstrap_servers: must list at least one broker as host:port",
+            id="no brokers",
+        ),
+        pytest.param(
+            "clusters:\n  - name: a\n    bootstrap_servers: 'k:1,,k:2'\n",
+            "clusters[0].bootstrap_servers: expected host:port, got an empty entry in 'k:1,,k:2'",
+            id="empty entry in a comma list",
+        ),
+        pytest.param(
+            CLUSTER + "    client_id: ' '\n",
+            "clusters[0].client_id: must not be empty",
+            id="blank client id",
+        ),
+        pytest.param(
+            CLUSTER + "    security:\n      tls:\n        ca_file: /ca.pem\n",
+            "clusters[0].security.tls: only used with protocol SSL or SASL_SSL, "
+            "but protocol is PLAINTEXT (the default)",
+            id="TLS settings without a TLS protocol",
+        ),
+        pytest.param(
+            CLUSTER + "    security:\n      protocol: SSL\n      tls:\n        key_file: k.pem\n",
+            "clusters[0].security.tls.key_file: needs cert_file too",
+            id="key without certificate",
+        ),
+        pytest.param(
+            CLUSTER + "    security:\n      protocol: SSL\n      tls:\n        key_password: x\n",
+            "clusters[0].security.tls.key_password: only used with key_file",
+            id="key password without key",
+        ),
+        pytest.param(
+            CLUSTER + "    security:\n      protocol: SSL\n      tls:\n        ca_file: ''\n",
+            "clusters[0].security.tls.ca_file: expected a file path, got ''",
+            id="empty path",
+        ),
+        pytest.param(
+            CLUSTER
+            + "    security:\n      protocol: SSL\n      tls:\n        check_hostname: maybe\n",
+            "clusters[0].security.tls.check_hostname: expected true or false, got 'maybe'",
+            id="check_hostname not a boolean",
+        ),
+        pytest.param(
+            CLUSTER
+            + "    security:\n      protocol: SASL_SSL\n      sasl:\n        mechanism: PLAIN\n"
+            "        password: p\n",
+            "clusters[0].security.sasl.username: required key missing",
+            id="SASL without username",
+        ),
+        pytest.param(
+            SEC,
+            "clusters[0].security.sasl.password: required key missing; "
+            "expected text, {env: VAR} or {file: PATH}",
+            id="SASL without password",
+        ),
+        pytest.param(
+            SEC + "        password: {env: A, file: /b}\n",
+            "clusters[0].security.sasl.password: expected exactly one of {env: VAR} or "
+            "{file: PATH}",
+            id="secret with both forms",
+        ),
+        pytest.param(
+            SEC + "        password: {}\n",
+            "clusters[0].security.sasl.password: expected exactly one of {env: VAR} or "
+            "{file: PATH}",
+            id="secret with neither form",
+        ),
+        pytest.param(
+            SEC + "        password: 123456\n",
+            "clusters[0].security.sasl.password: expected text, {env: VAR} or {file: PATH}, "
+            "got a number",
+            id="secret as a number, not shown",
+        ),
+        pytest.param(
+            SEC + "        password: {env: EMPTY}\n",
+            "clusters[0].security.sasl.password: environment variable EMPTY is empty",
+            id="secret from an empty env var",
+        ),
+        pytest.param(
+            CLUSTER + "    groups:\n      allow: []\n",
+            "clusters[0].groups.allow: must list at least one regular expression",
+            id="no allow regex",
+        ),
+        pytest.param(
+            CLUSTER + "    groups:\n      deny: 'connect-.*'\n",
+            "clusters[0].groups.deny: expected a list of regular expressions, got 'connect-.*'",
+            id="regex not in a list",
+        ),
+        pytest.param(
+            # Regression: re.compile raised OverflowError, which escaped as a traceback.
+            CLUSTER + "    groups:\n      allow: ['a{4294967296}']\n",
+            "clusters[0].groups.allow[0]: invalid regular expression 'a{4294967296}': "
+            "the repetition number is too large",
+            id="regex repetition too large",
+        ),
+        pytest.param(
+            # Regression: thousands of nested groups made re.compile raise RecursionError.
+            CLUSTER + "    groups:\n      allow: ['" + "(" * 3000 + "a" + ")" * 3000 + "']\n",
+            "clusters[0].groups.allow[0]: invalid regular expression '((((",
+            id="regex nested too deeply",
+        ),
+        pytest.param(
+            CLUSTER + "    poll:\n      offsets_interval: 2m\n",
+            "clusters[0].poll.offsets_interval: must be at most metadata_interval "
+            "(1m, the default), got 2m",
+            id="offsets polled less often than the default metadata interval",
+        ),
+        pytest.param(
+            CLUSTER + "    poll:\n      request_timeout: -1s\n",
+            "clusters[0].poll.request_timeout: expected a duration",
+            id="negative duration",
+        ),
+        pytest.param(
+            # Regression: accepted, then APScheduler's timedelta overflowed at start.
+            CLUSTER + "    poll:\n      offsets_interval: 99999999999h\n"
+            "      metadata_interval: 99999999999h\n",
+            "clusters[0].poll.offsets_interval: must be at most 8760h (a year), got '99999999999h'",
+            id="duration beyond a year",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  type: s3\n",
+            "sink.type: must be one of kafka, spool, none, got 's3'",
+            id="sink type",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    topic: 'ksmon snapshots'\n",
+            "sink.kafka.topic: must be a Kafka topic name",
+            id="topic name with a space",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    topic: '..'\n",
+            "sink.kafka.topic: must be a Kafka topic name",
+            id="topic name ..",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    partitions: 0\n",
+            "sink.kafka.partitions: must be at least 1, got 0",
+            id="zero partitions",
+        ),
+        pytest.param(
+            # Regression: accepted, then CreateTopics failed on every delivery attempt.
+            MINIMAL + "sink:\n  kafka:\n    partitions: 99999999999\n",
+            "sink.kafka.partitions: must be at most 2147483647, got 99999999999",
+            id="partitions beyond int32",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    replication_factor: 40000\n",
+            "sink.kafka.replication_factor: must be at most 32767, got 40000",
+            id="replication factor beyond int16",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    replication_factor: -2\n",
+            "sink.kafka.replication_factor: must be -1 (the broker's default) or at least 1, "
+            "got -2",
+            id="replication factor -2",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    compression: snappy\n",
+            "sink.kafka.compression: must be one of none, gzip, got 'snappy'",
+            id="compression",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    buffer_max_snapshots: 0\n",
+            "sink.kafka.buffer_max_snapshots: must be at least 1, got 0",
+            id="no buffer",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    create_topic: nope\n",
+            "sink.kafka.create_topic: expected true or false, got 'nope'",
+            id="create_topic not a boolean",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    max_message_bytes: 5TiB\n",
+            "sink.kafka.max_message_bytes: must be at most 2147483647 bytes, got 5TiB",
+            id="message size beyond int32",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  kafka:\n    max_message_bytes: 1.5B\n",
+            "sink.kafka.max_message_bytes: must be a whole number of bytes, got '1.5B'",
+            id="fractional bytes",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  spool:\n    directory: /s\n    rotate_bytes: 2GiB\n",
+            "sink.spool.rotate_bytes: max_bytes (1GiB) must be at least rotate_bytes (2GiB)",
+            id="spool file bigger than the spool",
+        ),
+        pytest.param(
+            MINIMAL + "sink:\n  spool:\n    directory: /s\n    rotate_interval: soon\n",
+            "sink.spool.rotate_interval: expected a duration",
+            id="spool rotate interval",
+        ),
+        pytest.param(
+            MINIMAL + "exposition:\n  lag_granularity: group\n",
+            "exposition.lag_granularity: must be one of partition, topic, got 'group'",
+            id="lag granularity",
+        ),
+        pytest.param(
+            MINIMAL + "exposition:\n  lag_history: 0s\n",
+            "exposition.lag_history: must be more than zero, got '0s'",
+            id="no lag history",
+        ),
+        pytest.param(
+            MINIMAL + "1: one\n",
+            "test.yaml:4: keys must be text, got 1",
+            id="a number as a key",
+        ),
+        pytest.param(
+            # Regression: the message had no line, only a character position.
+            MINIMAL + "agent:\n  id: 'a\x00b'\n",
+            "test.yaml:5:9: invalid YAML: character U+0000 is not allowed",
+            id="NUL character names line and column",
         ),
     ],
 )
 def test_bad_configs_give_one_line_naming_the_key(text: str, message: str) -> None:
     with pytest.raises(ConfigError) as raised:
-        parse(text)
+        parse(text, {"EMPTY": ""})
 
     text_of_error = str(raised.value)
     assert message in text_of_error
     assert re.match(r"test\.yaml:\d+(:\d+)?: ", text_of_error), "file and line come first"
     assert "\n" not in text_of_error
+
+
+def test_a_sidecar_config_gets_its_defaults() -> None:
+    config = parse(
+        "agent: {mode: sidecar}\n"
+        "clusters:\n"
+        "  - {name: apps, bootstrap_servers: 'k:9092'}\n"
+        "  - {name: monitoring, bootstrap_servers: 'm:9092'}\n"
+        "sink: {kafka: {cluster: monitoring}}\n"
+        "sidecar: {application_id: orders-app}\n"
+    )
+
+    sidecar = config.sidecar
+    assert sidecar is not None
+    assert sidecar.application_id == "orders-app"
+    assert sidecar.cluster == "apps", "the first cluster; the sink may be on another"
+    assert sidecar.app_metrics_url == "http://127.0.0.1:9404/metrics"
+    assert sidecar.scrape_timeout == 5.0
+    assert (sidecar.state_dir, sidecar.expected_stream_threads) == (None, None)
+    described = config.describe()
+    assert "sidecar of Kafka Streams application orders-app on cluster apps" in described
+    assert "groups orders-app only" in described
+    assert "does not read __consumer_offsets" in described
+    assert "cluster monitoring: m:9092; not polled" in described
+
+
+def test_a_sidecar_section_is_kept_only_in_sidecar_mode() -> None:
+    text = MINIMAL + "sidecar:\n  application_id: app\n  state_dir: /state\n"
+
+    assert parse(text).sidecar is None
+    sidecar = parse("agent: {mode: sidecar}\n" + text).sidecar
+    assert sidecar is not None
+    assert sidecar.state_dir == Path("/state")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("", "test.yaml: the file is empty", id="empty file"),
+        pytest.param(
+            # Regression: PyYAML's composer recursed into a RecursionError.
+            "clusters: " + "[" * 800,
+            "test.yaml: invalid YAML: nested too deeply",
+            id="YAML nested too deeply",
+        ),
+    ],
+)
+def test_whole_file_problems_name_the_file(text: str, message: str) -> None:
+    # No single line is to blame: the file is named on its own.
+    with pytest.raises(ConfigError) as raised:
+        parse(text)
+
+    assert str(raised.value).startswith(message)
+    assert "\n" not in str(raised.value)
+
+
+def test_a_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(MINIMAL.encode() + b"agent: {id: caf\xe9}\n")
+
+    with pytest.raises(ConfigError, match=r"latin1\.yaml: the config file is not UTF-8 text"):
+        load_config(path)
+
+
+def test_a_directory_is_no_config_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r": cannot read the config file: Is a directory"):
+        load_config(tmp_path)
 
 
 def test_a_missing_file_is_named() -> None:

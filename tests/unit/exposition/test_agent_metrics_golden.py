@@ -11,7 +11,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent import __version__
-from agent.collect.poller import PollResult
+from agent.collect.poller import PollResult, SidecarReport
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.model import (
@@ -22,6 +22,10 @@ from agent.model import (
     PartitionInfo,
     PollError,
     PollInfo,
+    SidecarInfo,
+    SidecarStateUpdater,
+    SidecarTask,
+    SidecarThread,
     Snapshot,
     StreamsMemberInfo,
     StreamsTask,
@@ -118,6 +122,69 @@ def render(granularity: str) -> str:
     )
 
 
+SIDECAR_PROCESS = "5118960c-55bf-46ff-b9f2-ad95ee6584c5"
+
+
+def sidecar_info() -> SidecarInfo:
+    """An instance with one thread running and one dead, restoring one task."""
+    thread = f"app-{SIDECAR_PROCESS}-StreamThread"
+    return SidecarInfo(
+        process_id=SIDECAR_PROCESS,
+        app_metrics_url="http://127.0.0.1:9404/metrics",
+        app_metrics_up=True,
+        client_state="RUNNING",
+        alive_stream_threads=1,
+        failed_stream_threads=1.0,
+        expected_stream_threads=2,
+        threads=(
+            SidecarThread(f"{thread}-1", 1, "RUNNING", 3.0, 0.0, 12.0),
+            SidecarThread(f"{thread}-2", 2, "DEAD"),
+            SidecarThread(f"{thread}-3", 3, None),  # state unknown: no series
+        ),
+        tasks=(
+            SidecarTask("1_0", f"{thread}-1", restore_remaining_records=1200),
+            SidecarTask("0_0", f"{thread}-1", restore_remaining_records=0),
+            SidecarTask("1_1", f"{thread}-1", restore_remaining_records=None),
+        ),
+        state_updaters=(
+            SidecarStateUpdater(f"app-{SIDECAR_PROCESS}-StateUpdater-1", 1, 0, 0, 0.0),
+        ),
+        state_dir="/var/lib/kafka-streams/app",
+        state_dir_readable=True,
+        state_dir_bytes=123456,
+    )
+
+
+def render_sidecar(info: SidecarInfo) -> str:
+    state = AgentState(["prod"], sink_stats=lambda: [SinkStats("kafka", 10, 0, 0, 0)])
+    snapshot = Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster="prod",
+        agent=AgentInfo("app-0", __version__, "sidecar", pod="app-0"),
+        poll=PollInfo(1, 1_700_000_000.0, 0.2),
+        group=GroupInfo("app", "classic", "Stable", "consumer", "stream", 1, is_streams=True),
+        sidecar=info,
+    )
+    state.record(
+        PollResult(
+            "prod",
+            1,
+            1_700_000_000.0,
+            0.2,
+            [snapshot],
+            requests=Counter({"DescribeGroups": 1}),
+            sidecar=SidecarReport("app", info),
+        )
+    )
+    registry = CollectorRegistry()
+    registry.register(AgentCollector(state, agent_id="app-0", mode="sidecar"))
+    text = generate_latest(registry).decode()
+    text = text.replace(f'version="{__version__}"', 'version="VERSION"')
+    return re.sub(
+        rf'python_version="{re.escape(platform.python_version())}"', 'python_version="PY"', text
+    )
+
+
 def check(name: str, text: str) -> None:
     path = GOLDEN / name
     if os.environ.get("KSMON_UPDATE_GOLDEN"):
@@ -148,3 +215,30 @@ def test_member_ids_appear_only_on_assignment_info_series() -> None:
     for line in render("partition").splitlines():
         if "member_id=" in line and not line.startswith("#"):
             assert line.split("{")[0].endswith("_assignment_info"), line
+
+
+def test_a_sidecar_agent_adds_its_app_metrics_matching_the_golden_file() -> None:
+    check("agent_metrics_sidecar.txt", render_sidecar(sidecar_info()))
+
+
+def test_a_central_agent_has_no_sidecar_metrics() -> None:
+    assert "ksmon_sidecar_" not in render("partition")
+
+
+def test_an_app_whose_endpoint_is_down_exposes_up_0_and_nothing_it_cannot_know() -> None:
+    down = SidecarInfo(
+        process_id=SIDECAR_PROCESS,
+        app_metrics_url="http://127.0.0.1:9404/metrics",
+        app_metrics_error="cannot reach http://127.0.0.1:9404/metrics: Connection refused",
+        expected_stream_threads=2,
+    )
+
+    samples = [
+        line for line in render_sidecar(down).splitlines() if line.startswith("ksmon_sidecar_")
+    ]
+
+    labels = f'{{group="app",kafka_cluster="prod",process="{SIDECAR_PROCESS}"}}'
+    assert samples == [
+        f"ksmon_sidecar_app_metrics_up{labels} 0.0",
+        f"ksmon_sidecar_stream_threads_expected{labels} 2.0",
+    ]

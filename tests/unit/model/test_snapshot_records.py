@@ -17,7 +17,7 @@ from agent.model import (
     TaskOffsetSum,
     TopicPartitionRef,
 )
-from agent.model.records import RecordError
+from agent.model.records import NewerSchemaError, RecordError
 
 
 def a_snapshot() -> Snapshot:
@@ -114,6 +114,61 @@ def test_bad_records_are_rejected_naming_the_field(
 def test_not_json_is_a_record_error() -> None:
     with pytest.raises(RecordError, match="not JSON"):
         Snapshot.from_json(b"{oops")
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        pytest.param(b"[" * 100_000, id="deep array"),
+        pytest.param(b'{"a":' * 100_000, id="deep object"),
+        pytest.param(b'{"schema_version":1,"cluster":' + b"[" * 100_000, id="deep field"),
+    ],
+)
+def test_deeply_nested_json_is_a_record_error_not_a_crash(document: bytes) -> None:
+    # Regression (found by tests/unit/fuzz): json.loads recursed into a
+    # RecursionError, which escaped from_json and would kill a reader loop.
+    with pytest.raises(RecordError, match="nested too deeply"):
+        Snapshot.from_json(document)
+
+
+def test_a_newer_schema_version_is_its_own_error_for_quarantine() -> None:
+    plain = json.loads(a_snapshot().to_json())
+    plain["schema_version"] = SCHEMA_VERSION + 1
+
+    with pytest.raises(NewerSchemaError) as raised:
+        Snapshot.from_json(json.dumps(plain))
+
+    # A reader tells "from a newer agent" (keep aside) from "broken" (malformed).
+    assert isinstance(raised.value, RecordError)
+    assert (raised.value.version, raised.value.known) == (SCHEMA_VERSION + 1, SCHEMA_VERSION)
+
+
+def test_a_newer_agent_at_the_same_schema_version_is_read() -> None:
+    # What a newer agent may change without a version bump: new fields anywhere,
+    # new sections, new values in open enumerations.
+    plain = json.loads(a_snapshot().to_json())
+    plain["agent"]["build"] = {"commit": "abc"}
+    plain["poll"]["phases"] = [{"name": "describe", "seconds": 0.1}]
+    plain["group"]["state"] = "SomeFutureState"
+    plain["partitions"][0]["leader_epoch"] = 7
+    plain["new_section"] = {"x": [1, {"y": None}]}
+
+    parsed = Snapshot.from_json(json.dumps(plain))
+
+    assert parsed.group.state == "SomeFutureState"
+    assert parsed.partitions == a_snapshot().partitions
+
+
+@pytest.mark.parametrize("version", [True, 0, -1, 1.0, None, "x" * 1000])
+def test_a_schema_version_that_is_no_positive_integer_is_refused_in_one_short_line(
+    version: object,
+) -> None:
+    plain = json.loads(a_snapshot().to_json())
+    plain["schema_version"] = version
+
+    with pytest.raises(RecordError, match="schema_version: expected a positive integer") as raised:
+        Snapshot.from_json(json.dumps(plain))
+    assert len(str(raised.value)) < 120
 
 
 def test_key_keeps_one_groups_snapshots_on_one_partition() -> None:

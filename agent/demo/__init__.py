@@ -1,0 +1,1 @@
+"""``ksmon demo``: everything on one machine, with a real problem for ksmon to find."""

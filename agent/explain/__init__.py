@@ -1,0 +1,1 @@
+"""``ksmon explain``: one group, explained for a person on call (report + rendering)."""

@@ -1,0 +1,162 @@
+"""``GroupReport`` as text for a terminal: findings first, then who holds what."""
+
+import time
+from collections.abc import Iterable, Sequence
+
+from agent.explain.report import GroupReport, InstanceLine, PartitionLine, TaskLine
+from agent.terminal import table
+
+
+def render_report(report: GroupReport) -> str:
+    lines = [_headline(report), ""]
+    lines += _findings(report)
+    if report.instances:
+        lines += ["INSTANCES (by load)", *_instances(report.instances), ""]
+    if report.other_members:
+        title = "MEMBERS" if not report.is_streams else "MEMBERS WITHOUT KAFKA STREAMS DATA"
+        lines += [title, *(f"  {m}" for m in report.other_members), ""]
+    if report.partitions:
+        lines += ["PARTITIONS", *_partitions(report.partitions), ""]
+    if report.internal_topics:
+        rows = [("  TOPIC", "KIND", "PARTITIONS", "CLEANUP", "SIZE")]
+        rows += [
+            (
+                f"  {t.name}",
+                t.kind,
+                str(t.partitions),
+                t.cleanup_policy or "-",
+                _bytes(t.size_bytes),
+            )
+            for t in report.internal_topics
+        ]
+        lines += ["INTERNAL TOPICS", *table(rows), ""]
+    if report.rebalances:
+        lines.append("REBALANCES (generations from __consumer_offsets)")
+        lines += [
+            f"  generation {r.generation} at {_clock(r.at)}, {r.member_count} members"
+            for r in report.rebalances
+        ]
+        lines.append("")
+    if report.problems:
+        lines += ["PROBLEMS WHILE POLLING", *(f"  {p}" for p in report.problems), ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _headline(report: GroupReport) -> str:
+    kind = "Kafka Streams application" if report.is_streams else f"{report.group_type} group"
+    parts = [f"{report.group} on cluster {report.cluster}: {kind}, {report.state}"]
+    if report.generation is not None:
+        parts.append(f"generation {report.generation}")
+    if report.is_streams:
+        threads = sum(len(i.threads) for i in report.instances)
+        parts.append(f"{len(report.instances)} instances, {threads} stream threads")
+    else:
+        parts.append(f"{report.members} members")
+    parts.append(f"rates over {report.sampled_seconds:.1f} s")
+    return ", ".join(parts)
+
+
+def _findings(report: GroupReport) -> list[str]:
+    if report.findings is None:
+        source = report.findings_source or "the aggregation job is not reachable"
+        return [f"FINDINGS: unknown ({source}); the agent's own view follows", ""]
+    if not report.findings:
+        return [f"FINDINGS: none ({report.findings_source or 'the aggregation job'})", ""]
+    lines = [f"FINDINGS ({report.findings_source or 'the aggregation job'})"]
+    for f in sorted(report.findings, key=lambda f: (_SEVERITY.get(f.severity, 9), f.kind)):
+        since = f", since {_clock(f.since)}" if f.since is not None else ""
+        lines.append(f"  {f.severity.upper():8} {f.kind} ({f.subject}{since})")
+        lines.append(f"           {f.explanation}")
+        if f.evidence:
+            lines.append(f"           evidence: {f.evidence}")
+    return [*lines, ""]
+
+
+_SEVERITY = {"critical": 0, "warning": 1, "info": 2}
+
+
+def _instances(instances: Sequence[InstanceLine]) -> list[str]:
+    lines = []
+    for instance in instances:
+        share = (
+            f" ({instance.load_share:.0%} of the group)" if instance.load_share is not None else ""
+        )
+        endpoint = f", endpoint {instance.endpoint}" if instance.endpoint else ""
+        lines.append(
+            f"  {instance.process_id}  host {instance.host}{endpoint}  "
+            f"load {_rate(instance.load_records_per_second)}{share}"
+        )
+        for thread in instance.threads:
+            name = f"thread {thread.thread}" if thread.thread is not None else "thread ?"
+            active = [t for t in thread.tasks if t.kind == "active"]
+            standby = [t for t in thread.tasks if t.kind == "standby"]
+            lines.append(
+                f"    {name}: load {_rate(thread.load_records_per_second)}, "
+                f"{len(active)} active, {len(standby)} standby"
+            )
+            lines += [f"      {_task(t)}" for t in active]
+            if standby:
+                lines.append(f"      standby {' '.join(_standby(t) for t in standby)}")
+    return lines
+
+
+def _task(task: TaskLine) -> str:
+    partitions = ", ".join(
+        f"{p.topic}-{p.partition} {_rate(p.records_per_second)} lag {_lag(p)}"
+        for p in task.partitions
+    )
+    return f"{task.task}: {partitions}" if partitions else task.task
+
+
+def _standby(task: TaskLine) -> str:
+    if task.offset_sum is not None and task.offset_sum >= 0:
+        return f"{task.task} (state at changelog offset sum {task.offset_sum})"
+    return task.task
+
+
+def _partitions(partitions: Iterable[PartitionLine]) -> list[str]:
+    rows = [("  TOPIC", "PARTITION", "RATE", "COMMITTED", "LOG END", "LAG", "LAG SECONDS")]
+    rows += [
+        (
+            f"  {p.topic}",
+            str(p.partition),
+            _rate(p.records_per_second),
+            _number(p.committed_offset),
+            _number(p.log_end_offset),
+            _number(p.lag),
+            "-" if p.lag_seconds is None else f"{p.lag_seconds:.1f}",
+        )
+        for p in partitions
+    ]
+    return table(rows)
+
+
+def _lag(p: PartitionLine) -> str:
+    if p.lag is None:
+        return "?"
+    if p.lag_seconds is None:
+        return str(p.lag)
+    return f"{p.lag} ({p.lag_seconds:.1f} s)"
+
+
+def _rate(rate: float | None) -> str:
+    if rate is None:
+        return "? rec/s"
+    return f"{rate:,.1f} rec/s" if rate < 100 else f"{rate:,.0f} rec/s"  # noqa: PLR2004
+
+
+def _number(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def _bytes(size: int | None) -> str:
+    if size is None:
+        return "-"
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(at))

@@ -1,0 +1,246 @@
+"""What ``ksmon explain`` tells a person on call about one group, built from two snapshots.
+
+Pure: two polls of the same group a few seconds apart (rates need two points)
+and, when the aggregation job runs, its findings. The report is a tree of
+plain dataclasses, so ``--json`` is ``to_plain(report)`` and the text view is
+a rendering of the same tree.
+
+Rates are log-end-offset growth between the two polls; load is the sum of the
+rates of the input partitions of the active tasks an instance or thread holds
+(the definitions of ``docs/detectors.md``).
+"""
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agent.model import MemberInfo, PartitionInfo, Snapshot, StreamsMemberInfo
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLine:
+    topic: str
+    partition: int
+    records_per_second: float | None
+    lag: int | None
+    lag_seconds: float | None
+    committed_offset: int | None
+    log_end_offset: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskLine:
+    task: str
+    kind: str  # active | standby
+    partitions: tuple[PartitionLine, ...] = ()
+    records_per_second: float | None = None  # active tasks: sum over their partitions
+    # The member's reported changelog offset sum: -2 running active, >= 0 local state.
+    offset_sum: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThreadLine:
+    thread: int | None
+    member_id: str
+    client_id: str
+    tasks: tuple[TaskLine, ...] = ()
+    load_records_per_second: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceLine:
+    process_id: str
+    host: str
+    endpoint: str | None
+    threads: tuple[ThreadLine, ...] = ()
+    load_records_per_second: float = 0.0
+    load_share: float | None = None  # of the group's load, 0..1
+
+
+@dataclass(frozen=True, slots=True)
+class InternalTopicLine:
+    name: str
+    kind: str
+    partitions: int
+    cleanup_policy: str | None
+    size_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class RebalanceLine:
+    generation: int
+    at: float
+    member_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class FindingLine:
+    kind: str
+    severity: str
+    subject: str  # "instance 6f1c2a8e thread 2", "task 0_3", "group"
+    since: float | None
+    explanation: str
+    evidence: str = ""  # the detector's numbers, as compact JSON text
+
+
+@dataclass(frozen=True, slots=True)
+class GroupReport:
+    cluster: str
+    group: str
+    state: str
+    group_type: str
+    is_streams: bool
+    generation: int | None
+    sampled_seconds: float
+    members: int
+    instances: tuple[InstanceLine, ...] = ()
+    # Members without decodable Streams data, and every member of non-Streams groups.
+    other_members: tuple[str, ...] = ()
+    partitions: tuple[PartitionLine, ...] = ()
+    internal_topics: tuple[InternalTopicLine, ...] = ()
+    rebalances: tuple[RebalanceLine, ...] = ()
+    # None: the job could not be asked (not running); () : it runs and found nothing.
+    findings: tuple[FindingLine, ...] | None = None
+    findings_source: str | None = None  # where the findings came from, or why none
+    problems: tuple[str, ...] = field(default_factory=tuple)  # poll errors, decode errors
+
+
+def partition_rates(first: Snapshot, second: Snapshot) -> dict[tuple[str, int], float]:
+    """Records/s per partition between two polls; partitions seen in only one are left out."""
+    elapsed = second.poll.started_at - first.poll.started_at
+    if elapsed <= 0:
+        return {}
+    before = {(p.topic, p.partition): p.log_end_offset for p in first.partitions}
+    rates = {}
+    for p in second.partitions:
+        start = before.get((p.topic, p.partition))
+        if start is not None and p.log_end_offset is not None and p.log_end_offset >= start:
+            rates[(p.topic, p.partition)] = (p.log_end_offset - start) / elapsed
+    return rates
+
+
+def build_report(
+    first: Snapshot,
+    second: Snapshot,
+    findings: Sequence[FindingLine] | None = None,
+    findings_source: str | None = None,
+) -> GroupReport:
+    """The report on ``second``'s group; ``first`` is the earlier poll used for rates."""
+    rates = partition_rates(first, second)
+    partitions = {
+        (p.topic, p.partition): _partition_line(p, rates.get((p.topic, p.partition)))
+        for p in second.partitions
+    }
+    instances = _instances(second.members, partitions)
+    group_load = sum(i.load_records_per_second for i in instances)
+    if group_load > 0:
+        instances = [
+            _with_share(instance, instance.load_records_per_second / group_load)
+            for instance in instances
+        ]
+    others = tuple(
+        f"{m.member_id} ({m.client_id}, {m.client_host})"
+        for m in second.members
+        if m.streams is None or not m.streams.process_id
+    )
+    problems = [f"{e.stage}: {e.error}: {e.message}" for e in second.errors]
+    problems += [
+        f"member {m.member_id}: {d.what} did not decode: {d.reason}"
+        for m in second.members
+        for d in m.decode_errors
+    ]
+    return GroupReport(
+        cluster=second.cluster,
+        group=second.group.group_id,
+        state=second.group.state,
+        group_type=second.group.group_type,
+        is_streams=second.group.is_streams,
+        generation=second.group.generation,
+        sampled_seconds=second.poll.started_at - first.poll.started_at,
+        members=len(second.members),
+        instances=tuple(sorted(instances, key=lambda i: -i.load_records_per_second)),
+        other_members=others,
+        partitions=tuple(partitions[k] for k in sorted(partitions)),
+        internal_topics=tuple(
+            InternalTopicLine(t.name, t.internal_kind, t.partitions, t.cleanup_policy, t.size_bytes)
+            for t in second.topics
+            if t.internal_kind is not None
+        ),
+        rebalances=tuple(
+            RebalanceLine(r.generation, r.at, r.member_count)
+            for r in sorted((*first.rebalances, *second.rebalances), key=lambda r: r.at)
+        ),
+        findings=None if findings is None else tuple(findings),
+        findings_source=findings_source,
+        problems=tuple(problems),
+    )
+
+
+def _partition_line(p: PartitionInfo, rate: float | None) -> PartitionLine:
+    return PartitionLine(
+        topic=p.topic,
+        partition=p.partition,
+        records_per_second=rate,
+        lag=p.lag,
+        lag_seconds=p.lag_seconds,
+        committed_offset=p.committed_offset,
+        log_end_offset=p.log_end_offset,
+    )
+
+
+def _instances(
+    members: Sequence[MemberInfo], partitions: dict[tuple[str, int], PartitionLine]
+) -> list[InstanceLine]:
+    by_process: dict[str, list[tuple[MemberInfo, StreamsMemberInfo]]] = defaultdict(list)
+    for m in members:
+        if m.streams is not None and m.streams.process_id:
+            by_process[m.streams.process_id].append((m, m.streams))
+    instances = []
+    for process_id, threads_of in by_process.items():
+        threads = [
+            _thread(m, streams, partitions)
+            for m, streams in sorted(threads_of, key=lambda t: t[1].thread_index or 0)
+        ]
+        first_member, first_streams = threads_of[0]
+        instances.append(
+            InstanceLine(
+                process_id=process_id,
+                host=first_member.client_host,
+                endpoint=first_streams.endpoint,
+                threads=tuple(threads),
+                load_records_per_second=sum(t.load_records_per_second for t in threads),
+            )
+        )
+    return instances
+
+
+def _thread(
+    member: MemberInfo,
+    streams: StreamsMemberInfo,
+    partitions: dict[tuple[str, int], PartitionLine],
+) -> ThreadLine:
+    sums = {s.task: s.offset_sum for s in streams.task_offset_sums}
+    tasks = []
+    for kind, task_list in (("active", streams.active_tasks), ("standby", streams.standby_tasks)):
+        for task in task_list:
+            lines = tuple(
+                partitions.get((tp.topic, tp.partition))
+                or PartitionLine(tp.topic, tp.partition, None, None, None, None, None)
+                for tp in task.partitions
+            )
+            known = [p.records_per_second for p in lines if p.records_per_second is not None]
+            rate = sum(known) if kind == "active" and known else None
+            tasks.append(TaskLine(task.task, kind, lines, rate, sums.get(task.task)))
+    load = sum(t.records_per_second or 0.0 for t in tasks)
+    return ThreadLine(streams.thread_index, member.member_id, member.client_id, tuple(tasks), load)
+
+
+def _with_share(instance: InstanceLine, share: float) -> InstanceLine:
+    return InstanceLine(
+        instance.process_id,
+        instance.host,
+        instance.endpoint,
+        instance.threads,
+        instance.load_records_per_second,
+        share,
+    )

@@ -1,0 +1,57 @@
+"""Work-arounds for kafka-python behaviour that would mislead ksmon's users.
+
+kafka-python 3.0's transports read everything a socket holds in one loop and,
+when that loop ends at end-of-file, report only the disconnection: bytes that
+arrived just before the close are never handed to the protocol. A broker that
+rejects a login sends its SaslAuthenticate error response and closes the
+connection at once, so under load (both arrive in one read) the user saw
+"socket disconnected" instead of "Authentication failed: Invalid username or
+password". The wrapper below delivers the bytes first and reports the
+disconnection on the next read, which the closed socket makes immediate.
+
+``install()`` is idempotent and is called where ksmon creates Kafka clients.
+"""
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+_installed = False
+_lock = threading.Lock()
+
+RecvResult = tuple[bytes, BaseException | None]
+
+
+def deliver_before_disconnect(
+    sock_recv: Callable[[Any], RecvResult],
+) -> Callable[[Any], RecvResult]:
+    """Wrap a transport's ``_sock_recv`` so data read before EOF is delivered first."""
+
+    def wrapped(transport: Any) -> RecvResult:  # noqa: ANN401 - kafka-python's untyped transport
+        pending: BaseException | None = getattr(transport, "_ksmon_pending_error", None)
+        if pending is not None:
+            transport._ksmon_pending_error = None
+            return b"", pending
+        data, error = sock_recv(transport)
+        if data and error is not None:
+            transport._ksmon_pending_error = error
+            return data, None
+        return data, error
+
+    wrapped.ksmon_wrapped = True  # type: ignore[attr-defined]
+    return wrapped
+
+
+def install() -> None:
+    """Apply the work-arounds to kafka-python's classes (once per process)."""
+    global _installed  # noqa: PLW0603 - one process-wide switch
+    with _lock:
+        if _installed:
+            return
+        from kafka.net import transport  # noqa: PLC0415 - kafka-python is slow to import
+
+        for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport):
+            original = cls.__dict__.get("_sock_recv")
+            if original is not None and not getattr(original, "ksmon_wrapped", False):
+                cls._sock_recv = deliver_before_disconnect(original)
+        _installed = True

@@ -1,0 +1,1 @@
+"""Kubernetes packaging of ksmon: the manifests' generator and the image build helpers."""
