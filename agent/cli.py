@@ -9,10 +9,14 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from agent import __version__, redaction
 from agent.errors import KsmonError
 from agent.logs import RedactSecrets
+
+if TYPE_CHECKING:
+    from agent.config import Config
 
 log = logging.getLogger("ksmon")
 
@@ -71,6 +75,33 @@ def build_parser() -> argparse.ArgumentParser:
     snapshot.add_argument("--cluster", help="which configured cluster (default: the first)")
     snapshot.add_argument("--json", action="store_true", help="print the snapshot as JSON")
     snapshot.set_defaults(run=_snapshot)
+
+    aggregate = commands.add_parser(
+        "aggregate",
+        help="run the aggregation job (Spark): detectors over the agents' snapshots",
+    )
+    aggregate.add_argument("--config", type=Path, required=True, help="the YAML configuration file")
+    aggregate.add_argument(
+        "--replay",
+        type=Path,
+        nargs="+",
+        metavar="PATH",
+        help="instead of streaming, replay recorded snapshot files or spool directories",
+    )
+    aggregate.add_argument(
+        "--master", help="Spark master (default: aggregation.spark.master, e.g. local[*])"
+    )
+    aggregate.add_argument(
+        "--json", action="store_true", help="with --replay: print the events as JSON lines"
+    )
+    aggregate.set_defaults(run=_aggregate)
+
+    findings = commands.add_parser(
+        "findings", help="print the open findings (from the findings topic)"
+    )
+    findings.add_argument("--config", type=Path, required=True, help="the YAML configuration file")
+    findings.add_argument("--json", action="store_true", help="print them as JSON")
+    findings.set_defaults(run=_findings)
 
     explain = commands.add_parser(
         "explain", help="explain one group for a person on call: who holds what, rates, lag"
@@ -164,13 +195,55 @@ def _exit_on_sigterm(_signum: int, _frame: FrameType | None) -> None:
 
 
 def _agent(args: argparse.Namespace) -> int:
-    from agent import logs  # noqa: PLC0415
     from agent.commands import load_usable_config, run_agent  # noqa: PLC0415
 
     config = load_usable_config(args.config)
-    level = "debug" if args.verbose else config.logging.level
-    logs.configure(level=level, json_format=config.logging.format == "json")
+    _configure_daemon_logging(config, verbose=args.verbose)
     run_agent(config)
+    return 0
+
+
+def _configure_daemon_logging(config: "Config", *, verbose: bool) -> None:
+    """Structured logs for a daemon (secrets are redacted by the log handler)."""
+    from agent import logs  # noqa: PLC0415
+
+    level = "debug" if verbose else config.logging.level
+    logs.configure(level=level, json_format=config.logging.format == "json")
+
+
+def _aggregate(args: argparse.Namespace) -> int:
+    from agent.aggregation import commands  # noqa: PLC0415 - Spark only when asked for
+    from agent.aggregation.render import events_text  # noqa: PLC0415
+    from agent.commands import load_usable_config  # noqa: PLC0415
+
+    config = load_usable_config(args.config)
+    if args.replay:
+        result = commands.replay_recordings(config, args.replay, master=args.master)
+        if args.json:
+            for event in result.events:
+                print(event.to_json().decode())
+        else:
+            print(events_text(result.events))
+            print(
+                f"\n{result.snapshots} snapshots replayed, {len(result.events)} events, "
+                f"{len(result.open_findings)} findings open at the end"
+            )
+        if result.quarantined:
+            where = f"; samples in {result.quarantine_file}" if result.quarantine_file else ""
+            print(f"ksmon: quarantined {result.quarantined}{where}", file=sys.stderr)
+        return 0
+    _configure_daemon_logging(config, verbose=args.verbose)
+    commands.run_aggregate(config, master=args.master)
+    return 0
+
+
+def _findings(args: argparse.Namespace) -> int:
+    from agent.aggregation.commands import open_findings  # noqa: PLC0415
+    from agent.aggregation.render import findings_json, findings_text  # noqa: PLC0415
+    from agent.config import load_config  # noqa: PLC0415
+
+    findings = open_findings(load_config(args.config))
+    print(findings_json(findings) if args.json else findings_text(findings, time.time()))
     return 0
 
 

@@ -1,7 +1,8 @@
-"""Session-wide real components: one Kafka broker, one fixture-app build."""
+"""Session-wide real components: one Kafka broker, one fixture-app build, one Spark session."""
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -17,6 +18,9 @@ from tests.support.environment import unavailable
 from tests.support.secure import SCRAM_USERS, SUPER_USER, SecureListener
 from tests.support.streams import StreamsApps
 from tests.support.tls import BrokerTlsFiles, make_broker_tls
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 # A PLAIN user on the session broker's SASL_PLAINTEXT listener (kafka.sasl_bootstrap_servers).
 SASL_USER = "ksmon"
@@ -106,3 +110,21 @@ def streams_apps(
     apps = StreamsApps(kafka, streams_app_build, tmp_path)
     yield apps
     apps.stop_all()
+
+
+@pytest.fixture(scope="session")
+def spark() -> "Iterator[SparkSession]":
+    """The session's one real Spark (``local[2]``, small-data settings, UI off), with the
+    Kafka source's jars (resolved from Maven Central into the cache once)."""
+    try:
+        from agent.aggregation.kafka_package import kafka_source_jars  # noqa: PLC0415
+        from agent.aggregation.session import spark_session  # noqa: PLC0415 - starts a JVM
+
+        jars = ",".join(str(jar) for jar in kafka_source_jars())
+        session = spark_session(
+            "ksmon-tests", master="local[2]", shuffle_partitions=1, extra={"spark.jars": jars}
+        )
+    except Exception as e:  # noqa: BLE001 - any failure to start Spark is "unavailable"
+        unavailable("Spark (pyspark local[2] with the Kafka source)", e)
+    yield session
+    session.stop()

@@ -15,6 +15,7 @@ from agent.config.reader import INT32_MAX, Section
 from agent.config.schema import (
     AGENT_MODES,
     COMPRESSIONS,
+    INPUT_TYPES,
     LAG_GRANULARITIES,
     LOG_FORMATS,
     LOG_LEVELS,
@@ -22,13 +23,20 @@ from agent.config.schema import (
     SASL_PROTOCOLS,
     SECURITY_PROTOCOLS,
     SINK_TYPES,
+    STARTING_OFFSETS,
     TLS_PROTOCOLS,
     AgentConfig,
+    AggregationConfig,
     ClusterConfig,
     Config,
+    DetectorsConfig,
     ExpositionConfig,
+    FindingsConfig,
     GroupsConfig,
     HttpConfig,
+    InputConfig,
+    InputType,
+    KafkaInputConfig,
     KafkaSinkConfig,
     LoggingConfig,
     OffsetsTopicConfig,
@@ -37,6 +45,8 @@ from agent.config.schema import (
     SecurityConfig,
     SidecarConfig,
     SinkConfig,
+    SparkConfig,
+    SpoolInputConfig,
     SpoolSinkConfig,
     TlsConfig,
 )
@@ -80,14 +90,18 @@ def _read_config(top: Section) -> Config:
     http = HttpConfig(listen=top.section("http", HttpConfig).host_port("listen"))
     logging = _read_logging(top.section("logging", LoggingConfig))
     clusters = _read_clusters(top)
+    sink = _read_sink(top.section("sink", SinkConfig), clusters)
     return Config(
         agent=agent,
         http=http,
         logging=logging,
         clusters=clusters,
-        sink=_read_sink(top.section("sink", SinkConfig), clusters),
+        sink=sink,
         exposition=_read_exposition(top.section("exposition", ExpositionConfig)),
         sidecar=_read_sidecar(top.section("sidecar", SidecarConfig), clusters, agent.mode),
+        aggregation=_read_aggregation(
+            top.section("aggregation", AggregationConfig), clusters, sink
+        ),
     )
 
 
@@ -222,17 +236,30 @@ def _read_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> SinkConfig:
     )
 
 
-def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSinkConfig:
-    cluster = _configured_cluster(s, clusters)
-    topic = s.text("topic")
+def _cluster_name(s: Section, clusters: tuple[ClusterConfig, ...], default: str) -> str:
+    names = [c.name for c in clusters]
+    cluster = s.text("cluster", default=default)
+    if cluster not in names:
+        raise s.fail(
+            "cluster", f"must name a configured cluster ({', '.join(names)}), got {cluster!r}"
+        )
+    return cluster
+
+
+def _topic_name(s: Section, default: str | None = None) -> str:
+    topic = s.text("topic", default=default)
     if not _TOPIC_NAME.fullmatch(topic) or topic in {".", ".."}:
         raise s.fail(
             "topic",
             f"must be a Kafka topic name (up to 249 letters, digits, '.', '_', '-'), got {topic!r}",
         )
+    return topic
+
+
+def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSinkConfig:
     return KafkaSinkConfig(
-        cluster=cluster,
-        topic=topic,
+        cluster=_cluster_name(s, clusters, clusters[0].name),
+        topic=_topic_name(s),
         create_topic=s.boolean("create_topic"),
         partitions=s.integer("partitions", minimum=1),
         replication_factor=_replication_factor(s),
@@ -245,13 +272,7 @@ def _read_kafka_sink(s: Section, clusters: tuple[ClusterConfig, ...]) -> KafkaSi
 
 def _configured_cluster(s: Section, clusters: tuple[ClusterConfig, ...]) -> str:
     """The ``cluster`` key: a configured cluster's name, the first one by default."""
-    names = [c.name for c in clusters]
-    cluster = s.text("cluster", default=names[0])
-    if cluster not in names:
-        raise s.fail(
-            "cluster", f"must name a configured cluster ({', '.join(names)}), got {cluster!r}"
-        )
-    return cluster
+    return _cluster_name(s, clusters, clusters[0].name)
 
 
 def _replication_factor(s: Section) -> int:
@@ -329,4 +350,101 @@ def _read_exposition(s: Section) -> ExpositionConfig:
     return ExpositionConfig(
         lag_granularity=s.choice("lag_granularity", LAG_GRANULARITIES),
         lag_history=s.duration("lag_history"),
+    )
+
+
+def _read_aggregation(
+    s: Section, clusters: tuple[ClusterConfig, ...], sink: SinkConfig
+) -> AggregationConfig:
+    job_input = _read_input(s.section("input", InputConfig), clusters, sink)
+    input_cluster = job_input.kafka.cluster if job_input.kafka else clusters[0].name
+    detectors = _read_detectors(s.section("detectors", DetectorsConfig))
+    trigger_interval = s.duration("trigger_interval")
+    if trigger_interval > detectors.evaluation_window:
+        raise s.fail(
+            "trigger_interval",
+            f"must be at most detectors.evaluation_window "
+            f"({format_duration(detectors.evaluation_window)}), got "
+            f"{format_duration(trigger_interval)}",
+        )
+    return AggregationConfig(
+        listen=s.host_port("listen"),
+        checkpoint_dir=s.optional_path("checkpoint_dir"),
+        trigger_interval=trigger_interval,
+        input=job_input,
+        findings=_read_findings(s.section("findings", FindingsConfig), clusters, input_cluster),
+        spark=_read_spark(s.section("spark", SparkConfig)),
+        detectors=detectors,
+    )
+
+
+def _read_input(s: Section, clusters: tuple[ClusterConfig, ...], sink: SinkConfig) -> InputConfig:
+    """Where the job reads snapshots; by default, where this file's agent writes them."""
+    kind = s.choice("type", INPUT_TYPES) if s.has("type") else _input_type_of(sink)
+    k = s.section("kafka", KafkaInputConfig)
+    kafka = KafkaInputConfig(
+        cluster=_cluster_name(k, clusters, sink.kafka.cluster if sink.kafka else clusters[0].name),
+        topic=_topic_name(k, sink.kafka.topic if sink.kafka else None),
+        starting_offsets=k.choice("starting_offsets", STARTING_OFFSETS),
+        max_snapshots_per_batch=k.integer("max_snapshots_per_batch", minimum=1),
+    )
+    p = s.section("spool", SpoolInputConfig)
+    directory = p.optional_path("directory") or (sink.spool.directory if sink.spool else None)
+    max_files = p.integer("max_files_per_batch", minimum=1)
+    if directory is None and kind == "spool":
+        raise p.fail("directory", "required key missing when aggregation.input.type is spool")
+    spool = (
+        SpoolInputConfig(directory=directory, max_files_per_batch=max_files)
+        if directory is not None
+        else None
+    )
+    return InputConfig(
+        type=kind,
+        kafka=kafka if kind == "kafka" else None,
+        spool=spool if kind == "spool" else None,
+    )
+
+
+def _input_type_of(sink: SinkConfig) -> InputType:
+    return "spool" if sink.type == "spool" else "kafka"
+
+
+def _read_findings(
+    s: Section, clusters: tuple[ClusterConfig, ...], input_cluster: str
+) -> FindingsConfig:
+    return FindingsConfig(
+        publish=s.boolean("publish"),
+        cluster=_cluster_name(s, clusters, input_cluster),
+        topic=_topic_name(s),
+        create_topic=s.boolean("create_topic"),
+        partitions=s.integer("partitions", minimum=1),
+        replication_factor=_replication_factor(s),
+    )
+
+
+def _read_spark(s: Section) -> SparkConfig:
+    master = s.text("master")
+    return SparkConfig(
+        master=master,
+        driver_memory=s.size("driver_memory"),
+        shuffle_partitions=s.integer("shuffle_partitions", minimum=1),
+    )
+
+
+def _read_detectors(s: Section) -> DetectorsConfig:
+    return DetectorsConfig(
+        evaluation_window=s.duration("evaluation_window"),
+        hot_factor=s.number("hot_factor", minimum=1),
+        min_hot_rate=s.number("min_hot_rate", minimum=0),
+        skew_min_share=s.number("skew_min_share", minimum=0, maximum=1),
+        skew_min_partitions=s.integer("skew_min_partitions", minimum=2),
+        acceptable_recovery_lag=s.integer("acceptable_recovery_lag", minimum=0),
+        progress_stall_after=s.duration("progress_stall_after"),
+        restore_stall_after=s.duration("restore_stall_after"),
+        thread_history=s.duration("thread_history"),
+        thread_death_grace=s.duration("thread_death_grace"),
+        loop_events=s.integer("loop_events", minimum=1),
+        loop_window=s.duration("loop_window"),
+        loop_unstable_ratio=s.number("loop_unstable_ratio", minimum=0, maximum=1),
+        metadata_size_ratio=s.number("metadata_size_ratio", minimum=0, maximum=1),
     )

@@ -173,6 +173,20 @@ class Section:
             raise self.fail(key, f"must be at most {maximum}, got {shown(value)}")
         return value
 
+    def number(self, key: str, *, minimum: float, maximum: float | None = None) -> float:
+        """A number (whole or not) in ``[minimum, maximum]``."""
+        value = self._present(key, "a number")
+        if value is _ABSENT:
+            return self._default(key, float, "a number")
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self.fail(key, f"expected a number, got {shown(value)}")
+        if value < minimum or (maximum is not None and value > maximum):
+            bounds = f"at least {minimum:g}"
+            if maximum is not None:
+                bounds = f"from {minimum:g} to {maximum:g}"
+            raise self.fail(key, f"must be {bounds}, got {value}")
+        return float(value)
+
     def optional_integer(self, key: str, *, minimum: int) -> int | None:
         """A whole number, or None when the key is not written (its default is None)."""
         if self._present(key, "a whole number") is _ABSENT:

@@ -23,6 +23,8 @@ SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
 SinkType = Literal["kafka", "spool", "none"]
 Compression = Literal["none", "gzip"]  # the codecs kafka-python needs no extra package for
 LagGranularity = Literal["partition", "topic"]
+InputType = Literal["kafka", "spool"]
+StartingOffsets = Literal["earliest", "latest"]
 
 AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
@@ -32,6 +34,8 @@ SASL_MECHANISMS: tuple[SaslMechanism, ...] = get_args(SaslMechanism)
 SINK_TYPES: tuple[SinkType, ...] = get_args(SinkType)
 COMPRESSIONS: tuple[Compression, ...] = get_args(Compression)
 LAG_GRANULARITIES: tuple[LagGranularity, ...] = get_args(LagGranularity)
+INPUT_TYPES: tuple[InputType, ...] = get_args(InputType)
+STARTING_OFFSETS: tuple[StartingOffsets, ...] = get_args(StartingOffsets)
 
 TLS_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SASL_PLAINTEXT", "SASL_SSL")
@@ -39,6 +43,7 @@ SASL_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SASL_PLAINTEXT", "SASL_SSL")
 
 # Every interface: the endpoint is there to be scraped from outside the pod.
 DEFAULT_LISTEN = HostPort("0.0.0.0", 8479)  # noqa: S104
+DEFAULT_JOB_LISTEN = HostPort("0.0.0.0", 8480)  # noqa: S104 - the aggregation job's /metrics
 
 
 def _host_name() -> str:
@@ -175,6 +180,107 @@ class SidecarConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class KafkaInputConfig:
+    """The snapshot topic the aggregation job reads."""
+
+    cluster: str  # a configured cluster's name; the loader defaults it to the first one
+    topic: str = "ksmon.snapshots"
+    # Where a job without a checkpoint starts: the detectors need minutes, not the topic's week.
+    starting_offsets: StartingOffsets = "latest"
+    max_snapshots_per_batch: int = 100_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpoolInputConfig:
+    """A spool directory the agent writes (``sink.type: spool``) that the job reads."""
+
+    directory: Path
+    max_files_per_batch: int = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InputConfig:
+    type: InputType = "kafka"
+    kafka: KafkaInputConfig | None = None
+    spool: SpoolInputConfig | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindingsConfig:
+    """The findings topic: open, update and close events, keyed by finding."""
+
+    publish: bool = True
+    cluster: str  # a configured cluster's name; the loader defaults it to the input's
+    topic: str = "ksmon.findings"
+    create_topic: bool = True
+    partitions: int = 3
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SparkConfig:
+    # Ignored under spark-submit, whose --master wins.
+    master: str = "local[*]"
+    driver_memory: int = 2**30
+    shuffle_partitions: int = 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DetectorsConfig:
+    """The detectors' thresholds; defaults from docs/detectors.md (durations in seconds)."""
+
+    # Rates are log-end offset growth over this window; a finding closes once
+    # its rule has not held for this long (hysteresis).
+    evaluation_window: float = 60.0
+    # hot_partitions_colocated
+    hot_factor: float = 3.0
+    min_hot_rate: float = 10.0
+    # partition_skew
+    skew_min_share: float = 0.5
+    skew_min_partitions: int = 4
+    # restore_stalled
+    acceptable_recovery_lag: int = 10_000
+    progress_stall_after: float = 300.0
+    restore_stall_after: float = 120.0
+    # stream_threads_dead, no_live_consumers
+    thread_history: float = 600.0
+    thread_death_grace: float = 60.0
+    # rebalance_loop
+    loop_events: int = 4
+    loop_window: float = 600.0
+    loop_unstable_ratio: float = 0.5
+    metadata_size_ratio: float = 0.5
+
+    @property
+    def history_retention(self) -> float:
+        """How much event time the job keeps: the longest look-back of any rule, plus a margin."""
+        longest = max(
+            self.evaluation_window,
+            self.progress_stall_after,
+            self.restore_stall_after,
+            self.thread_history,
+            self.thread_death_grace,
+            self.loop_window,
+        )
+        return longest + self.evaluation_window
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AggregationConfig:
+    """The aggregation job (``ksmon aggregate``)."""
+
+    listen: HostPort = DEFAULT_JOB_LISTEN
+    # Spark's streaming checkpoint, the recent-history table, the findings state
+    # and quarantined snapshots. None: ``<state dir>/aggregate``.
+    checkpoint_dir: Path | None = None
+    trigger_interval: float = 10.0
+    input: InputConfig = InputConfig()
+    findings: FindingsConfig | None = None  # the loader always fills it
+    spark: SparkConfig = SparkConfig()
+    detectors: DetectorsConfig = DetectorsConfig()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     http: HttpConfig = HttpConfig()
@@ -183,6 +289,7 @@ class Config:
     sink: SinkConfig = SinkConfig()
     exposition: ExpositionConfig = ExpositionConfig()
     sidecar: SidecarConfig | None = None  # set exactly when agent.mode is sidecar
+    aggregation: AggregationConfig = AggregationConfig()
 
     def cluster(self, name: str) -> ClusterConfig:
         """The cluster called ``name``; KeyError if none is."""

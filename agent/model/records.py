@@ -4,6 +4,7 @@ Readers ignore fields they do not know (a newer agent may add some) and fill
 fields that are missing with their defaults (an older agent may lack them),
 so agents and jobs of neighbouring versions keep working together. Only a
 missing field *without* a default, or a value of the wrong kind, is an error.
+A field typed ``JsonObject`` holds free-form JSON (a finding's evidence) as is.
 """
 
 import dataclasses
@@ -14,6 +15,9 @@ from functools import cache
 from typing import Any, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
+
+# Free-form JSON kept as decoded (str keys; values JSON scalars, lists, objects).
+JsonObject = dict[str, Any]
 
 
 class RecordError(ValueError):
@@ -40,12 +44,42 @@ def to_plain(value: object) -> object:
         return {name: to_plain(getattr(value, name)) for name in _field_names(type(value))}
     if isinstance(value, (list, tuple)):
         return [to_plain(item) for item in value]
+    if isinstance(value, dict):
+        return {str(key): to_plain(item) for key, item in value.items()}
     return value
 
 
 def to_json_bytes(value: object) -> bytes:
     """Compact UTF-8 JSON (no newlines: one record per line in spool files)."""
     return json.dumps(to_plain(value), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def decode_versioned(data: bytes | str, newest: int) -> dict[str, Any]:
+    """A JSON object with a ``schema_version`` this reader (at ``newest``) understands.
+
+    Raises ``RecordError`` for text that is not a JSON object or has a missing
+    or malformed version, and ``NewerSchemaError`` (a ``RecordError``) for a
+    newer version: a newer writer may have changed what the fields mean, so
+    its records are kept aside, never guessed at.
+    """
+    try:
+        plain = json.loads(data)
+    except ValueError as e:
+        raise RecordError(f"not JSON: {e}") from e
+    except RecursionError:
+        # json.loads recurses per nesting level: a hostile or corrupt document
+        # of many nested brackets must be an error, not a crash.
+        raise RecordError("not JSON a record can be: nested too deeply") from None
+    if not isinstance(plain, dict):
+        raise RecordError("$: expected an object")
+    version = plain.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        shown = repr(version)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."  # noqa: PLR2004
+        raise RecordError(f"$.schema_version: expected a positive integer, got {shown}")
+    if version > newest:
+        raise NewerSchemaError(version, newest)
+    return plain
 
 
 def from_plain(cls: type[T], data: object, path: str = "$") -> T:
@@ -93,6 +127,10 @@ def _convert(kind: Any, data: object, path: str) -> object:  # noqa: ANN401, PLR
             elif not has_default:
                 raise RecordError(f"{path}.{name}: missing")
         return kind(**values)
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise RecordError(f"{path}: expected an object, got {type(data).__name__}")
+        return data
     if origin is tuple:
         if not isinstance(data, list):
             raise RecordError(f"{path}: expected a list, got {type(data).__name__}")

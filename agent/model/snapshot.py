@@ -9,10 +9,9 @@ Times are Unix seconds (float) unless a name ends in ``_ms``; offsets are
 Kafka offsets (int). ``None`` means unknown, never zero.
 """
 
-import json
 from dataclasses import dataclass
 
-from agent.model.records import NewerSchemaError, RecordError, from_plain, to_json_bytes
+from agent.model.records import decode_versioned, from_plain, to_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -315,21 +314,4 @@ class Snapshot:
         A snapshot of a newer schema version raises ``NewerSchemaError`` (a
         ``RecordError``), so a reader can tell "from the future" from "broken".
         """
-        try:
-            plain = json.loads(data)
-        except ValueError as e:
-            raise RecordError(f"not JSON: {e}") from e
-        except RecursionError:
-            # json.loads recurses per nesting level: a hostile or corrupt
-            # document of many nested brackets must be an error, not a crash.
-            raise RecordError("not JSON a snapshot can be: nested too deeply") from None
-        if not isinstance(plain, dict):
-            raise RecordError("$: expected an object")
-        version = plain.get("schema_version")
-        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-            shown = repr(version)
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."  # noqa: PLR2004
-            raise RecordError(f"$.schema_version: expected a positive integer, got {shown}")
-        if version > SCHEMA_VERSION:
-            raise NewerSchemaError(version, SCHEMA_VERSION)
-        return from_plain(cls, plain)
+        return from_plain(cls, decode_versioned(data, SCHEMA_VERSION))

@@ -302,9 +302,11 @@ def test_the_daemon_works_with_exactly_the_listed_acls_and_leaks_no_secret(
     assert config_lines
     assert all("'sasl_plain_password': '***'" in line for line in config_lines)
     assert "no READ permission on __consumer_offsets" in log
-    # kafka-python logs a cancelled metadata refresh at close (a DEBUG traceback, an
-    # ERROR line); nothing of ksmon's own is an error, nothing above DEBUG has a traceback.
+    # kafka-python logs its own socket teardown at close (a cancelled metadata refresh, now
+    # and then an SSL read racing the close, with tracebacks); at the default level those
+    # loggers are silenced. Nothing of ksmon's own is an error or carries a traceback.
     entries = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
-    assert not [e for e in entries if e["level"] != "debug" and "exception" in e]
     ours = [e for e in entries if not e["logger"].startswith("kafka")]
+    assert ours
+    assert not [e for e in ours if e["level"] != "debug" and "exception" in e]
     assert not [e for e in ours if e["level"] in ("error", "critical")]

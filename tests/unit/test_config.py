@@ -264,7 +264,7 @@ SEC = (
         ),
         pytest.param(
             "- just\n- a list\n",
-            "test.yaml:1: expected a mapping with keys agent, clusters",
+            "test.yaml:1: expected a mapping with keys agent, aggregation, clusters",
             id="not a mapping",
         ),
         # --- every other rule, one case each ---------------------------------------------
@@ -732,7 +732,12 @@ def test_every_option_is_documented_in_the_reference_and_the_reference_loads() -
     config = load_config(reference, {"KSMON_TLS_KEY_PASSWORD": "a", "KSMON_PROD_EU_PASSWORD": "b"})
     text = reference.read_text()
     # A host:port value is one key in the file, two fields in the dataclass.
-    documented_as = {"http.listen.host": "listen", "http.listen.port": "listen"}
+    documented_as = {
+        "http.listen.host": "listen",
+        "http.listen.port": "listen",
+        "aggregation.listen.host": "listen",
+        "aggregation.listen.port": "listen",
+    }
 
     paths = _field_paths(Config)
     assert "clusters.security.sasl.password" in paths, "the walk reaches nested sections"

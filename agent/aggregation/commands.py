@@ -1,0 +1,98 @@
+"""The aggregation job's CLI commands as functions that return data; cli.py prints.
+
+``ksmon findings`` reads the findings topic and needs no Spark; ``ksmon
+aggregate`` (streaming, or ``--replay`` over recorded files) starts one.
+"""
+
+import logging
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.aggregation.findings_topic import FindingsTopicError, read_events
+from agent.config import Config, kafka_client_settings
+from agent.errors import ConfigError
+from agent.model.findings import Finding, current_findings
+
+if TYPE_CHECKING:
+    from agent.aggregation.replay import ReplayResult
+
+log = logging.getLogger(__name__)
+
+_RESTART_BACKOFF = (5.0, 10.0, 30.0, 60.0)
+
+
+def open_findings(config: Config) -> list[Finding]:
+    """The findings open now, folded from the findings topic's events."""
+    findings = config.aggregation.findings
+    if findings is None:
+        raise ConfigError("aggregation.findings: not configured")
+    settings = kafka_client_settings(config.cluster(findings.cluster))
+    try:
+        return current_findings(read_events(settings, findings.topic))
+    except FindingsTopicError:
+        raise
+    except Exception as e:
+        raise FindingsTopicError(
+            f"cannot read findings topic {findings.topic} on cluster {findings.cluster}: "
+            f"{type(e).__name__}: {e}"
+        ) from e
+
+
+def replay_recordings(
+    config: Config, paths: list[Path], *, master: str | None = None
+) -> "ReplayResult":
+    from agent.aggregation.job import checkpoint_dir  # noqa: PLC0415 - starts no JVM yet
+    from agent.aggregation.replay import replay  # noqa: PLC0415
+    from agent.aggregation.session import spark_session  # noqa: PLC0415
+
+    spark_config = config.aggregation.spark
+    spark = spark_session(
+        "ksmon-replay",
+        master=master or spark_config.master,
+        shuffle_partitions=spark_config.shuffle_partitions,
+    )
+    try:
+        return replay(
+            spark,
+            paths,
+            config.aggregation.detectors,
+            quarantine_dir=checkpoint_dir(config.aggregation) / "quarantine",
+        )
+    finally:
+        spark.stop()
+
+
+def run_aggregate(config: Config, *, master: str | None = None) -> None:
+    """Run the streaming job until SIGINT or SIGTERM; restart its query after a failure."""
+    from agent.aggregation.job import AggregationJob, job_session  # noqa: PLC0415 - Spark
+
+    spark = job_session(config, master=master)
+    # py4j reports its callback connection closing at shutdown as an error with a traceback.
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    job = AggregationJob(config, spark)
+    done = threading.Event()
+    previous = {
+        sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    failures = 0
+    try:
+        job.start()
+        while not done.is_set():
+            if not job.await_termination(1.0):
+                continue
+            reason = job.failure()
+            if reason is None:
+                break
+            wait = _RESTART_BACKOFF[min(failures, len(_RESTART_BACKOFF) - 1)]
+            failures += 1
+            log.error("the streaming query failed (%s); restarting in %.0fs", reason, wait)
+            if done.wait(wait):
+                break
+            job.start_query()
+    finally:
+        job.stop()
+        spark.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,30 @@
+"""The detectors, one module each: pure functions ``Context -> Detection``.
+
+Each one reads the tables and rates of ``Context``, says where its rule holds
+at each evaluation time (candidates with evidence and a one-line
+explanation), and where it could judge (coverage). They never read a clock:
+the evaluation times are data.
+"""
+
+from collections.abc import Callable
+
+from agent.aggregation.candidates import Context, Detection
+from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
+from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
+from agent.aggregation.detectors.partition_skew import detect_partition_skew
+from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
+from agent.aggregation.detectors.restore_stalled import detect_restore_stalled
+from agent.aggregation.detectors.stream_threads_dead import detect_stream_threads_dead
+
+Detector = Callable[[Context], Detection]
+
+DETECTORS: tuple[Detector, ...] = (
+    detect_hot_partitions_colocated,
+    detect_partition_skew,
+    detect_restore_stalled,
+    detect_stream_threads_dead,
+    detect_no_live_consumers,
+    detect_rebalance_loop,
+)
+
+__all__ = ["DETECTORS", "Detector"]

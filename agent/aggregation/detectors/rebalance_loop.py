@@ -1,0 +1,281 @@
+"""rebalance_loop (warning): the group rebalances again and again, or is rarely Stable.
+
+Events: exact generation (or KIP-848 epoch) changes where the snapshots carry
+them, else inferred from consecutive snapshots (the group entered a
+rebalancing state, or its members or assignment changed in between).
+It fires on at least ``loop_events`` unexplained events within
+``loop_window``, or the group not Stable for at least ``loop_unstable_ratio``
+of the window, unless that is legitimate churn:
+
+* KIP-441 probing rebalances: the assignment before announced a next
+  rebalance and the members are the same after it;
+* rolling restarts and scale-out/in that settle: every member identity (a
+  Streams process and thread index, else a client id) was replaced at most
+  once, and no newcomer came and went again within the window. Each member
+  that joined or left explains up to ``EVENTS_PER_MEMBER_CHANGE`` events
+  (the join or leave itself, the follow-up rebalance of cooperative
+  assignment, and one more for the task movements that follow).
+
+Root-cause hints in the evidence: the same clients re-joining under new
+member ids (processing longer than ``max.poll.interval.ms``), identities that
+left and came back while their old member lingered (a crash loop), and the
+group's metadata against ``__consumer_offsets`` ``max.message.bytes``
+(KAFKA-7149).
+"""
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from agent.aggregation.candidates import Context, Detection, candidates, everywhere, rounded
+from agent.aggregation.tables import KEYS
+from agent.aggregation.windows import (
+    by_series,
+    evaluated,
+    looking_back,
+    pair_with_lookback,
+    reused,
+)
+
+KIND = "rebalance_loop"
+EVENTS_PER_MEMBER_CHANGE = 3
+_MIN_REJOINS = 3  # member ids of one identity within the window that make a loop, not a restart
+
+
+@dataclass(frozen=True)
+class RebalanceResults:
+    detection: Detection
+    counts: DataFrame  # KEYS, events, unstable_ratio
+
+
+def detect_rebalance_loop(ctx: Context) -> Detection:
+    return rebalance_results(ctx).detection
+
+
+def rebalance_events(ctx: Context) -> DataFrame:
+    """Per snapshot: rebalance events since the previous one of its series, and whether
+    they were probing rebalances (KIP-441), plus the time the group spent not Stable."""
+    g = ctx.tables.groups
+    order = by_series()
+    previous = order.rowsBetween(Window.unboundedPreceding, -1)
+    following = order.rowsBetween(0, Window.unboundedFollowing)
+
+    def before(column: str) -> Column:
+        return F.lag(column).over(order)
+
+    exact = (
+        F.when(
+            F.col("generation").isNotNull() & before("generation").isNotNull(),
+            F.greatest(F.col("generation") - before("generation"), F.lit(0)),
+        )
+        .when(
+            F.col("group_epoch").isNotNull() & before("group_epoch").isNotNull(),
+            F.greatest(F.col("group_epoch") - before("group_epoch"), F.lit(0)),
+        )
+        .when(F.size("rebalance_gens") > 0, F.size("rebalance_gens"))
+    )
+    changed_between_polls = (
+        ~F.col("rebalancing")
+        & ~before("rebalancing")
+        & (
+            (F.col("member_ids") != before("member_ids"))
+            | (F.col("assignment_fp") != before("assignment_fp"))
+        )
+    )
+    inferred = (
+        F.when(before("t").isNull(), F.lit(0))
+        .when(F.col("rebalancing") & ~before("rebalancing"), F.lit(1))
+        .when(changed_between_polls, F.lit(1))
+        .otherwise(F.lit(0))
+    )
+    stable_members = F.when(F.col("stable"), F.col("member_ids"))
+    marked = (
+        g.withColumn("exact_events", exact)
+        .withColumn("events", F.coalesce(F.col("exact_events"), inferred))
+        .withColumn("members_before", F.last(stable_members, ignorenulls=True).over(previous))
+        .withColumn(
+            "probe_announced",
+            F.last(
+                F.when(F.col("stable"), F.col("next_rebalance_scheduled")), ignorenulls=True
+            ).over(previous),
+        )
+        .withColumn("members_after", F.first(stable_members, ignorenulls=True).over(following))
+        .withColumn(
+            "unstable_seconds",
+            F.when(~F.coalesce(before("stable"), F.lit(True)), F.col("t") - before("t")).otherwise(
+                F.lit(0.0)
+            ),
+        )
+    )
+    probing = (
+        (F.col("events") > 0)
+        & F.coalesce(F.col("probe_announced"), F.lit(False))
+        & F.coalesce(F.col("members_before") == F.col("members_after"), F.lit(False))
+    )
+    return marked.withColumn("probing_events", F.when(probing, F.col("events")).otherwise(0))
+
+
+def membership_churn(ctx: Context) -> DataFrame:
+    """Per evaluation: how the group's members changed within the loop window."""
+    window = ctx.params.loop_window
+    evaluations = ctx.evaluations.select(*KEYS)
+    members = ctx.tables.members.where(F.col("state") == "Stable").select(
+        *KEYS, "member_id", "identity", "client_id"
+    )
+    paired = pair_with_lookback(evaluations, members, window)
+    per_sample = paired.groupBy(*KEYS, "identity", "row_t").agg(
+        F.count("member_id").alias("simultaneous")
+    )
+    samples = paired.groupBy(*KEYS).agg(
+        F.min("row_t").alias("first_sample"), F.max("row_t").alias("last_sample")
+    )
+    identities = (
+        paired.groupBy(*KEYS, "identity")
+        .agg(
+            F.size(F.collect_set("member_id")).alias("member_ids"),
+            F.first("client_id").alias("client_id"),
+            F.min("row_t").alias("first_seen"),
+            F.max("row_t").alias("last_seen"),
+        )
+        .join(
+            per_sample.groupBy(*KEYS, "identity").agg(
+                (F.max("simultaneous") > 1).alias("overlapping")
+            ),
+            [*KEYS, "identity"],
+        )
+        .join(samples, list(KEYS))
+    )
+    transient = (F.col("first_seen") > F.col("first_sample")) & (
+        F.col("last_seen") < F.col("last_sample")
+    )
+    member_presence = (
+        paired.groupBy(*KEYS, "member_id")
+        .agg(F.min("row_t").alias("m_first"), F.max("row_t").alias("m_last"))
+        .join(samples, list(KEYS))
+    )
+    changes = member_presence.groupBy(*KEYS).agg(
+        F.sum(
+            (
+                (F.col("m_first") > F.col("first_sample"))
+                | (F.col("m_last") < F.col("last_sample"))
+            ).cast("int")
+        ).alias("member_changes")
+    )
+    per_eval = identities.groupBy(*KEYS).agg(
+        F.sort_array(
+            F.collect_list(
+                F.when(
+                    F.col("member_ids") >= _MIN_REJOINS,
+                    F.struct(
+                        F.col("client_id"),
+                        F.col("member_ids"),
+                        F.col("overlapping").alias("old_member_lingered"),
+                    ),
+                )
+            )
+        ).alias("rejoining"),
+        F.sort_array(F.collect_list(F.when(transient, F.col("identity")))).alias("came_and_went"),
+    )
+    return per_eval.join(changes, list(KEYS))
+
+
+def rebalance_results(ctx: Context) -> RebalanceResults:
+    p = ctx.params
+    events = rebalance_events(ctx)
+    window = looking_back(p.loop_window)
+    summed = reused(
+        evaluated(
+            events.withColumn("events_in_window", F.sum("events").over(window))
+            .withColumn("probing_in_window", F.sum("probing_events").over(window))
+            .withColumn("unstable_in_window", F.sum("unstable_seconds").over(window))
+            .withColumn("exact", F.max(F.col("exact_events").isNotNull().cast("int")).over(window))
+            .withColumn("window_start", F.min("t").over(window))
+            # Members come without metadata mid-rebalance: the largest size seen counts.
+            .withColumn("metadata_bytes", F.max("metadata_bytes").over(window))
+            .withColumn("max_message_bytes", F.max("max_message_bytes").over(window)),
+            ctx.evaluations,
+        )
+    )
+    churn = membership_churn(ctx)
+    judged = summed.join(churn, list(KEYS), "left").select(
+        "*",
+        F.coalesce(F.col("member_changes"), F.lit(0)).alias("changes"),
+        F.coalesce(F.col("rejoining"), F.array()).alias("rejoins"),
+        F.coalesce(F.col("came_and_went"), F.array()).alias("transients"),
+    )
+    legitimate = (F.size("rejoins") == 0) & (F.size("transients") == 0) & (F.col("changes") > 0)
+    beyond_probing = F.col("events_in_window") - F.col("probing_in_window")
+    churn_explained = F.when(
+        legitimate, F.least(beyond_probing, F.col("changes") * EVENTS_PER_MEMBER_CHANGE)
+    ).otherwise(F.lit(0))
+    unstable_ratio = F.least(F.col("unstable_in_window") / F.lit(p.loop_window), F.lit(1.0))
+    metadata_ratio = F.try_divide(F.col("metadata_bytes"), F.col("max_message_bytes"))
+    judged = reused(
+        judged.select(
+            "*",
+            (beyond_probing - churn_explained).alias("unexplained"),
+            churn_explained.alias("churn_explained"),
+            unstable_ratio.alias("unstable_ratio"),
+            legitimate.alias("legitimate_churn"),
+            metadata_ratio.alias("metadata_ratio"),
+        )
+    )
+    holds = judged.where(
+        (F.col("unexplained") >= p.loop_events)
+        | ((F.col("unstable_ratio") >= p.loop_unstable_ratio) & ~F.col("legitimate_churn"))
+    )
+    cause = (
+        F.when(
+            F.coalesce(F.col("metadata_ratio") >= p.metadata_size_ratio, F.lit(False)),
+            F.lit("group metadata near __consumer_offsets max.message.bytes (KAFKA-7149)"),
+        )
+        .when(
+            F.exists("rejoins", lambda r: ~r["old_member_lingered"]),
+            F.lit("members re-join under new ids: processing exceeds max.poll.interval.ms"),
+        )
+        .when(
+            F.exists("rejoins", lambda r: r["old_member_lingered"]) | (F.size("transients") > 0),
+            F.lit("members leave and come back: a crash loop"),
+        )
+        .otherwise(F.lit("unknown"))
+    )
+    found = candidates(
+        holds.withColumn("cause", cause),
+        kind=KIND,
+        severity=F.lit("warning"),
+        explanation=F.format_string(
+            "group %s rebalanced %d times in %.0f s (%d explained by probing or membership "
+            "changes) and was not Stable %.0f%% of the time; likely cause: %s",
+            F.col("group"),
+            F.col("events_in_window"),
+            F.lit(p.loop_window),
+            F.col("probing_in_window") + F.col("churn_explained"),
+            F.col("unstable_ratio") * 100,
+            F.col("cause"),
+        ),
+        evidence=F.struct(
+            F.col("events_in_window").alias("rebalances"),
+            F.col("probing_in_window").alias("probing_rebalances"),
+            F.col("churn_explained").alias("explained_by_membership_changes"),
+            F.col("unexplained").alias("unexplained_rebalances"),
+            F.col("changes").alias("member_changes"),
+            rounded("unstable_ratio").alias("unstable_ratio"),
+            F.lit(p.loop_window).alias("window_seconds"),
+            F.when(F.col("exact") > 0, F.lit("exact"))
+            .otherwise(F.lit("inferred"))
+            .alias("events_from"),
+            F.col("cause").alias("likely_cause"),
+            F.col("rejoins").alias("members_rejoining"),
+            F.col("transients").alias("members_came_and_went"),
+            F.col("metadata_bytes").alias("group_metadata_bytes"),
+            F.col("max_message_bytes").alias("offsets_topic_max_message_bytes"),
+            rounded("metadata_ratio").alias("metadata_ratio"),
+        ),
+    )
+    counts = judged.select(
+        *KEYS,
+        F.col("events_in_window").cast("double").alias("events"),
+        F.col("unstable_ratio").cast("double").alias("unstable_ratio"),
+    )
+    return RebalanceResults(Detection(KIND, found, everywhere(ctx.evaluations)), counts)

@@ -1,0 +1,231 @@
+"""The job's Prometheus metrics, built fresh from ``JobState`` on every scrape (no Spark).
+
+Names and labels are a contract (BRIEF, ``docs/metrics.md``, frozen by a
+golden test). A label that does not apply to a finding's subject is the
+empty string, which Prometheus treats as absent.
+"""
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from agent.aggregation.results import (
+    INSTANCE_LOAD,
+    PARTITION_RATE,
+    REBALANCES,
+    RESTORE_ETA,
+    RESTORE_RATE,
+    RESTORE_REMAINING,
+    TASK_RATE,
+    THREAD_LOAD,
+    THREADS_EXPECTED,
+    UNSTABLE_RATIO,
+    GaugeRow,
+)
+from agent.aggregation.state import JobState, JobView
+from agent.model.findings import Finding
+
+FINDING_LABELS = [
+    "kafka_cluster",
+    "group",
+    "kind",
+    "severity",
+    "process",
+    "thread",
+    "task",
+    "topic",
+    "partition",
+]
+_RESTORE_LABELS = ["kafka_cluster", "group", "process", "task", "source"]
+
+
+def _text(value: object) -> str:
+    return "" if value is None else str(value)
+
+
+def finding_labels(f: Finding) -> list[str]:
+    s = f.subject
+    return [
+        f.cluster,
+        f.group,
+        f.kind,
+        f.severity,
+        _text(s.process),
+        _text(s.thread),
+        _text(s.task),
+        _text(s.topic),
+        _text(s.partition),
+    ]
+
+
+class JobCollector(Collector):
+    def __init__(self, state: JobState) -> None:
+        self.state = state
+
+    def collect(self) -> Iterator[Metric]:
+        view = self.state.view()
+        yield from _findings(view.open_findings, view.findings_opened)
+        yield from _gauges(view.gauges)
+        yield from _health(view)
+
+
+def _findings(
+    open_findings: tuple[Finding, ...], opened: dict[tuple[str, str, str], int]
+) -> Iterator[Metric]:
+    active = GaugeMetricFamily(
+        "ksmon_finding_active",
+        "1 for each open finding of the detectors (kind, severity, subject).",
+        labels=FINDING_LABELS,
+    )
+    since = GaugeMetricFamily(
+        "ksmon_finding_since_timestamp_seconds",
+        "When an open finding's condition began (event time, Unix seconds).",
+        labels=FINDING_LABELS,
+    )
+    for f in open_findings:
+        labels = finding_labels(f)
+        active.add_metric(labels, 1)
+        since.add_metric(labels, f.since)
+    total = CounterMetricFamily(
+        "ksmon_findings_opened",
+        "Findings opened since the job started.",
+        labels=["kafka_cluster", "group", "kind"],
+    )
+    for (cluster, group, kind), count in sorted(opened.items()):
+        total.add_metric([cluster, group, kind], count)
+    yield from (active, since, total)
+
+
+def _gauges(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
+    partition = GaugeMetricFamily(
+        "ksmon_partition_records_per_second",
+        "Log-end offset growth of a partition over the evaluation window.",
+        labels=["kafka_cluster", "topic", "partition"],
+    )
+    task = GaugeMetricFamily(
+        "ksmon_streams_task_records_per_second",
+        "Input rate of a Kafka Streams task: the sum over its source partitions.",
+        labels=["kafka_cluster", "group", "task"],
+    )
+    thread = GaugeMetricFamily(
+        "ksmon_streams_thread_load_records_per_second",
+        "Load of a stream thread (group member): the input rate of the tasks it holds.",
+        labels=["kafka_cluster", "group", "process", "thread"],
+    )
+    instance = GaugeMetricFamily(
+        "ksmon_streams_instance_load_records_per_second",
+        "Load of a Kafka Streams instance: the input rate of the tasks its threads hold.",
+        labels=["kafka_cluster", "group", "process"],
+    )
+    expected = GaugeMetricFamily(
+        "ksmon_streams_instance_threads_expected",
+        "Stream threads an instance should run: configured (sidecar), else the most seen "
+        "within the look-back.",
+        labels=["kafka_cluster", "group", "process"],
+    )
+    remaining = GaugeMetricFamily(
+        "ksmon_restore_remaining_records",
+        "Changelog records a restoring task still has to restore (source: broker or sidecar).",
+        labels=_RESTORE_LABELS,
+    )
+    rate = GaugeMetricFamily(
+        "ksmon_restore_rate_records_per_second",
+        "Records a restoring task restores per second.",
+        labels=_RESTORE_LABELS,
+    )
+    eta = GaugeMetricFamily(
+        "ksmon_restore_estimated_remaining_seconds",
+        "Remaining records divided by the restore rate (absent while the rate is 0).",
+        labels=_RESTORE_LABELS,
+    )
+    rebalances = GaugeMetricFamily(
+        "ksmon_group_rebalances_in_window",
+        "Rebalance events of the group within the rebalance-loop window.",
+        labels=["kafka_cluster", "group"],
+    )
+    unstable = GaugeMetricFamily(
+        "ksmon_group_unstable_ratio",
+        "Fraction of the rebalance-loop window the group was not Stable (0..1).",
+        labels=["kafka_cluster", "group"],
+    )
+    seen_partitions: set[tuple[str, str, str]] = set()
+    for g in sorted(rows, key=_order):
+        if g.metric == PARTITION_RATE:
+            # A rate belongs to the partition: two groups reading it see the same one.
+            key = (g.cluster, _text(g.topic), _text(g.partition))
+            if key not in seen_partitions:
+                seen_partitions.add(key)
+                partition.add_metric(list(key), g.value)
+        elif g.metric == TASK_RATE:
+            task.add_metric([g.cluster, g.group, _text(g.task)], g.value)
+        elif g.metric == THREAD_LOAD:
+            thread.add_metric([g.cluster, g.group, _text(g.process), _text(g.thread)], g.value)
+        elif g.metric == INSTANCE_LOAD:
+            instance.add_metric([g.cluster, g.group, _text(g.process)], g.value)
+        elif g.metric == THREADS_EXPECTED:
+            expected.add_metric([g.cluster, g.group, _text(g.process)], g.value)
+        elif g.metric in (RESTORE_REMAINING, RESTORE_RATE, RESTORE_ETA):
+            family = {RESTORE_REMAINING: remaining, RESTORE_RATE: rate, RESTORE_ETA: eta}[g.metric]
+            family.add_metric(
+                [g.cluster, g.group, _text(g.process), _text(g.task), _text(g.source)], g.value
+            )
+        elif g.metric == REBALANCES:
+            rebalances.add_metric([g.cluster, g.group], g.value)
+        elif g.metric == UNSTABLE_RATIO:
+            unstable.add_metric([g.cluster, g.group], g.value)
+    yield from (partition, task, thread, instance, expected, remaining, rate, eta)
+    yield from (rebalances, unstable)
+
+
+def _order(g: GaugeRow) -> tuple[str, ...]:
+    return (
+        g.metric,
+        g.cluster,
+        g.group,
+        _text(g.process),
+        f"{g.thread or 0:09d}",
+        _text(g.task),
+        _text(g.topic),
+        f"{g.partition or 0:09d}",
+        _text(g.source),
+    )
+
+
+def _health(view: JobView) -> Iterator[Metric]:
+    last = GaugeMetricFamily(
+        "ksmon_job_last_batch_timestamp_seconds", "When the last micro-batch finished (Unix time)."
+    )
+    duration = GaugeMetricFamily(
+        "ksmon_job_batch_duration_seconds", "How long the last micro-batch took."
+    )
+    if view.last_batch_at is not None:
+        last.add_metric([], view.last_batch_at)
+    if view.last_batch_seconds is not None:
+        duration.add_metric([], view.last_batch_seconds)
+    newest = GaugeMetricFamily(
+        "ksmon_job_newest_snapshot_timestamp_seconds",
+        "Poll time of the newest snapshot processed, per cluster (staleness: now minus this).",
+        labels=["kafka_cluster"],
+    )
+    for cluster, t in view.newest_snapshot:
+        newest.add_metric([cluster], t)
+    processed = CounterMetricFamily("ksmon_job_snapshots_processed", "Snapshots processed.")
+    processed.add_metric([], view.snapshots_processed)
+    quarantined = CounterMetricFamily(
+        "ksmon_job_snapshots_quarantined",
+        "Snapshots set aside unread: malformed, or of a newer schema_version than this job's.",
+        labels=["reason"],
+    )
+    for reason in ("malformed", "future_version"):
+        quarantined.add_metric([reason], view.snapshots_quarantined.get(reason, 0))
+    late = CounterMetricFamily(
+        "ksmon_job_snapshots_late",
+        "Snapshots older than the look-back when they arrived: kept out of the evaluation.",
+    )
+    late.add_metric([], view.snapshots_late)
+    errors = CounterMetricFamily(
+        "ksmon_job_batch_errors", "Micro-batches that failed (the job keeps running)."
+    )
+    errors.add_metric([], view.batch_errors)
+    yield from (last, duration, newest, processed, quarantined, late, errors)

@@ -1,0 +1,110 @@
+"""Snapshot JSON -> typed rows, and the rows that cannot be trusted set aside.
+
+Input: a DataFrame with a string column ``value`` (one snapshot as JSON) and
+``origin`` (where it came from: ``topic/partition@offset`` or a file).
+Output: ``parsed`` rows keyed for the detectors (cluster, group, agent, t)
+with the whole snapshot as the struct column ``s``, and ``quarantined`` rows
+(value, origin, reason) for snapshots that are malformed (not JSON, a field
+of the wrong kind, a required field missing) or of a ``schema_version`` newer
+than this job's. Neither kind stops the job.
+"""
+
+from dataclasses import dataclass
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from agent.aggregation.schema import CORRUPT_COLUMN, snapshot_parse_schema, snapshot_schema
+from agent.model.snapshot import SCHEMA_VERSION
+
+MALFORMED = "malformed"
+FUTURE_VERSION = "future_version"
+QUARANTINE_REASONS = (MALFORMED, FUTURE_VERSION)
+
+# The columns every parsed row carries next to the snapshot struct ``s``.
+KEY_COLUMNS = ("cluster", "group", "agent", "t")
+
+
+@dataclass(frozen=True)
+class Parsed:
+    parsed: DataFrame  # KEY_COLUMNS and ``s``
+    quarantined: DataFrame  # value, origin, reason
+    # One row per input: ``reason`` (null when fine) and, for fine ones, KEY_COLUMNS.
+    classified: DataFrame
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What one batch of input held: the snapshots by series and time, and the rejects."""
+
+    snapshots: list[tuple[str, str, str, float]]  # distinct (cluster, group, agent, t)
+    accepted: int  # snapshot records, duplicates included
+    quarantined: dict[str, int]  # reason -> records
+
+
+def parse_snapshots(raw: DataFrame) -> Parsed:
+    version = F.get_json_object("value", "$.schema_version").cast("long")
+    decoded = raw.select(
+        "value",
+        "origin",
+        version.alias("version"),
+        F.from_json(
+            "value",
+            snapshot_parse_schema(),
+            {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT_COLUMN},
+        ).alias("j"),
+    )
+    reason = (
+        F.when(version > SCHEMA_VERSION, F.lit(FUTURE_VERSION))
+        .when(_malformed(F.col("j")), F.lit(MALFORMED))
+        .otherwise(F.lit(None))
+    )
+    classified = decoded.withColumn("reason", reason)
+    snapshot = F.struct(*[F.col(f"j.{f.name}").alias(f.name) for f in snapshot_schema().fields])
+    parsed = classified.where(F.col("reason").isNull()).select(
+        F.col("j.cluster").alias("cluster"),
+        F.col("j.group.group_id").alias("group"),
+        F.col("j.agent.id").alias("agent"),
+        F.col("j.poll.started_at").alias("t"),
+        snapshot.alias("s"),
+    )
+    quarantined = classified.where(F.col("reason").isNotNull()).select("value", "origin", "reason")
+    keys = classified.select(
+        "reason",
+        F.when(F.col("reason").isNull(), F.col("j.cluster")).alias("cluster"),
+        F.when(F.col("reason").isNull(), F.col("j.group.group_id")).alias("group"),
+        F.when(F.col("reason").isNull(), F.col("j.agent.id")).alias("agent"),
+        F.when(F.col("reason").isNull(), F.col("j.poll.started_at")).alias("t"),
+    )
+    return Parsed(parsed, quarantined, keys)
+
+
+def take_inventory(parsed: Parsed) -> Inventory:
+    """One small Spark job: which snapshots arrived, and how many were set aside why."""
+    rows = parsed.classified.groupBy(*parsed.classified.columns).count().collect()
+    snapshots: list[tuple[str, str, str, float]] = []
+    accepted = 0
+    quarantined: dict[str, int] = {}
+    for row in rows:
+        if row["reason"] is None:
+            snapshots.append((row["cluster"], row["group"], row["agent"], row["t"]))
+            accepted += row["count"]
+        else:
+            quarantined[row["reason"]] = quarantined.get(row["reason"], 0) + row["count"]
+    return Inventory(sorted(snapshots), accepted, quarantined)
+
+
+def _malformed(j: Column) -> Column:
+    required = [
+        j[CORRUPT_COLUMN].isNull(),
+        j["schema_version"] >= 1,
+        j["cluster"].isNotNull(),
+        j["agent"]["id"].isNotNull(),
+        j["group"]["group_id"].isNotNull(),
+        j["group"]["state"].isNotNull(),
+        j["poll"]["started_at"].isNotNull(),
+    ]
+    fine = required[0]
+    for condition in required[1:]:
+        fine = fine & condition
+    return j.isNull() | ~F.coalesce(fine, F.lit(False))

@@ -1,0 +1,31 @@
+"""The gauge rows an evaluation returns (plain Python: /metrics reads them without Spark)."""
+
+from dataclasses import dataclass
+
+# Gauge names inside the job; exposition maps them to metric families.
+PARTITION_RATE = "partition_rate"
+TASK_RATE = "task_rate"
+THREAD_LOAD = "thread_load"
+INSTANCE_LOAD = "instance_load"
+THREADS_EXPECTED = "threads_expected"
+RESTORE_REMAINING = "restore_remaining"
+RESTORE_RATE = "restore_rate"
+RESTORE_ETA = "restore_eta"
+REBALANCES = "rebalances"
+UNSTABLE_RATIO = "unstable_ratio"
+
+GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source")
+
+
+@dataclass(frozen=True, slots=True)
+class GaugeRow:
+    metric: str
+    cluster: str
+    group: str
+    value: float
+    process: str | None = None
+    thread: int | None = None
+    task: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    source: str | None = None

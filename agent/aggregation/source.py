@@ -1,0 +1,123 @@
+"""Where snapshots come from: the snapshot topic, a spool directory, or recorded files.
+
+Each returns a DataFrame with ``value`` (one snapshot's JSON) and ``origin``
+(``topic/partition@offset`` or the file), the input of ``parse``. The two
+streaming sources are Structured Streaming sources, so Spark's checkpoint
+records how far each micro-batch read.
+"""
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from agent.config.schema import ClusterConfig, KafkaInputConfig, SpoolInputConfig
+from agent.errors import ConfigError
+from agent.transport.spool import DONE
+
+# Recorded snapshots: spool files, or any JSON-lines file.
+RECORDING_SUFFIXES = (DONE, ".json", ".ndjson")
+
+
+def recorded_files(paths: Iterable[Path]) -> list[Path]:
+    """The files a replay reads: each file given, and the recordings inside each directory."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.name.endswith(RECORDING_SUFFIXES)
+            )
+            if not found:
+                raise ConfigError(
+                    f"{path}: no recorded snapshots in this directory (expected files ending in "
+                    f"{', '.join(RECORDING_SUFFIXES)})"
+                )
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ConfigError(f"{path}: no such file or directory to replay")
+    return files
+
+
+def replay_frame(spark: SparkSession, paths: Iterable[Path]) -> DataFrame:
+    files = [str(f) for f in recorded_files(paths)]
+    return (
+        spark.read.text(files)
+        .where(F.length(F.trim("value")) > 0)
+        .select("value", F.input_file_name().alias("origin"))
+    )
+
+
+def spool_stream(spark: SparkSession, spool: SpoolInputConfig) -> DataFrame:
+    """New complete spool files (the agent renames ``.part`` files when done)."""
+    spool.directory.mkdir(parents=True, exist_ok=True)
+    return (
+        spark.readStream.format("text")
+        .option("pathGlobFilter", f"*{DONE}")
+        .option("maxFilesPerTrigger", spool.max_files_per_batch)
+        .load(str(spool.directory))
+        .where(F.length(F.trim("value")) > 0)
+        .select("value", F.input_file_name().alias("origin"))
+    )
+
+
+def kafka_stream(spark: SparkSession, cluster: ClusterConfig, kafka: KafkaInputConfig) -> DataFrame:
+    reader = spark.readStream.format("kafka")
+    for key, value in kafka_source_options(cluster).items():
+        reader = reader.option(key, value)
+    return (
+        reader.option("subscribe", kafka.topic)
+        .option("startingOffsets", kafka.starting_offsets)
+        .option("maxOffsetsPerTrigger", kafka.max_snapshots_per_batch)
+        # Retention may delete snapshots the job has not read (it was down for a week):
+        # carry on with what is there.
+        .option("failOnDataLoss", "false")
+        .load()
+        .select(
+            F.col("value").cast("string").alias("value"),
+            F.format_string("%s/%d@%d", "topic", "partition", "offset").alias("origin"),
+        )
+    )
+
+
+def kafka_source_options(cluster: ClusterConfig) -> dict[str, str]:
+    """The cluster's connection as options of Spark's Kafka source (the Java client's names)."""
+    security = cluster.security
+    options = {
+        "kafka.bootstrap.servers": ",".join(cluster.bootstrap_servers),
+        "kafka.security.protocol": security.protocol,
+        "kafka.client.id": f"{cluster.client_id}-aggregate",
+        "kafka.request.timeout.ms": str(max(1, round(cluster.poll.request_timeout * 1000))),
+    }
+    tls = security.tls
+    if tls is not None:
+        if tls.ca_file is not None:
+            options["kafka.ssl.truststore.type"] = "PEM"
+            options["kafka.ssl.truststore.location"] = str(tls.ca_file)
+        if tls.cert_file is not None and tls.key_file is not None:
+            options["kafka.ssl.keystore.type"] = "PEM"
+            options["kafka.ssl.keystore.certificate.chain"] = tls.cert_file.read_text()
+            options["kafka.ssl.keystore.key"] = tls.key_file.read_text()
+            if tls.key_password is not None:
+                options["kafka.ssl.key.password"] = tls.key_password.reveal()
+        if not tls.check_hostname:
+            options["kafka.ssl.endpoint.identification.algorithm"] = ""
+    sasl = security.sasl
+    if sasl is not None:
+        module = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule"
+            if sasl.mechanism == "PLAIN"
+            else "org.apache.kafka.common.security.scram.ScramLoginModule"
+        )
+        options["kafka.sasl.mechanism"] = sasl.mechanism
+        options["kafka.sasl.jaas.config"] = (
+            f'{module} required username="{_jaas(sasl.username)}" '
+            f'password="{_jaas(sasl.password.reveal())}";'
+        )
+    return options
+
+
+def _jaas(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')

@@ -1,0 +1,172 @@
+"""The streaming job for real: spool and Kafka sources, the findings topic, /metrics,
+quarantine, and a job killed and restarted that neither loses nor repeats a finding."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from agent.aggregation.commands import open_findings
+from agent.aggregation.findings_topic import read_events
+from agent.aggregation.job import AggregationJob
+from agent.aggregation.replay import replay
+from agent.config import kafka_client_settings
+from agent.embedded.kafka import EmbeddedKafka
+from agent.embedded.load import produce
+from agent.embedded.process import wait_until
+from agent.embedded.topics import create_topics
+from tests.support.aggregation import active_findings, job_config, scrape, write_spool
+from tests.support.streams import unique_name
+from tests.unit.aggregation.cases import hot_partitions, rebalance_loop
+
+pytestmark = pytest.mark.integration
+
+HOT = hot_partitions.CASES[0]  # two hot tasks on instance pA's only thread
+LOOP = rebalance_loop.CASES[0]  # a rebalance loop from poll timeouts
+
+
+def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    snapshots = list(HOT.snapshots)
+    write_spool(spool, [snapshots[:6]])
+    bad = spool / "snapshots-20260101T000000-000002.jsonl"
+    bad.write_text('not json\n{"schema_version": 99, "cluster": "local"}\n')
+    write_spool(spool, [])  # nothing; keeps the helper's ordering obvious
+    config = job_config(kafka, tmp_path, findings_topic=unique_name("findings"), spool=spool)
+    job = AggregationJob(config, spark)
+    job.start()
+    try:
+        job.process_available()
+        (spool / "snapshots-20260101T000000-000003.jsonl").write_bytes(
+            b"".join(s.to_json() + b"\n" for s in snapshots[6:])
+        )
+        job.process_available()
+        assert job.server is not None
+        metrics = scrape(job.server.port)
+    finally:
+        job.stop()
+
+    subjects = {
+        (f["kind"], f["process"], f["thread"], f["severity"]) for f in active_findings(metrics)
+    }
+    assert subjects == {
+        ("hot_partitions_colocated", "pA", "1", "warning"),
+        ("hot_partitions_colocated", "pA", "", "warning"),
+    }
+    assert 'ksmon_job_snapshots_quarantined_total{reason="malformed"} 1.0' in metrics
+    assert 'ksmon_job_snapshots_quarantined_total{reason="future_version"} 1.0' in metrics
+    assert f"ksmon_job_snapshots_processed_total {len(snapshots)}.0" in metrics
+    assert 'ksmon_streams_thread_load_records_per_second{group="hot-two-on-one-thread"' in metrics
+    (sample,) = (tmp_path / "checkpoint" / "quarantine").glob("*.jsonl")
+    reasons = [json.loads(line)["error"] for line in sample.read_text().splitlines()]
+    assert any("newer than this reader's" in r for r in reasons)
+
+    findings = open_findings(config)
+    assert {(f.kind, f.subject.process, f.subject.thread) for f in findings} == {
+        ("hot_partitions_colocated", "pA", 1),
+        ("hot_partitions_colocated", "pA", None),
+    }
+    move = next(f for f in findings if f.subject.thread == 1).evidence["suggested_move"]
+    assert move["to_process"] == "pB"
+
+
+def test_the_job_reads_the_snapshot_topic(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    topic = unique_name("snapshots")
+    create_topics(kafka.bootstrap_servers, {topic: 2})
+    produce(
+        kafka.bootstrap_servers,
+        topic,
+        [(f"local/{s.group.group_id}", s.to_json().decode()) for s in LOOP.snapshots],
+    )
+    config = job_config(
+        kafka, tmp_path, findings_topic=unique_name("findings"), snapshot_topic=topic
+    )
+    job = AggregationJob(config, spark)
+    job.start()
+    try:
+        job.process_available()
+    finally:
+        job.stop()
+    assert [(f.kind, f.group) for f in open_findings(config)] == [
+        ("rebalance_loop", "loop-poll-timeouts")
+    ]
+
+
+def _chunks(items: list, parts: int) -> list[list]:  # type: ignore[type-arg]
+    size = -(-len(items) // parts)
+    return [items[i * size : (i + 1) * size] for i in range(parts)]
+
+
+def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_findings(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    spool = tmp_path / "spool"
+    files = [
+        hot + loop
+        for hot, loop in zip(
+            _chunks(list(HOT.snapshots), 4), _chunks(list(LOOP.snapshots), 4), strict=True
+        )
+    ]
+    paths = write_spool(spool, files)
+    config = job_config(
+        kafka,
+        tmp_path,
+        findings_topic=unique_name("findings"),
+        spool=spool,
+        max_files_per_batch=1,
+    )
+    ledger = tmp_path / "checkpoint" / "state"
+    log = (tmp_path / "job.log").open("ab")
+
+    def start() -> subprocess.Popen[bytes]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "agent", "aggregate", "--config", str(tmp_path / "ksmon.yaml")],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its JVM too dies with the kill below: a pod lost
+        )
+
+    def batches_done() -> int:
+        return len(list(ledger.glob("batch-*.json")))
+
+    def published_through() -> int:
+        marker = ledger / "published.json"
+        return int(json.loads(marker.read_text())["through"]) if marker.exists() else -1
+
+    job = start()
+    try:
+        wait_until(lambda: batches_done() >= 1, timeout=240, what="the first micro-batch")
+        os.killpg(job.pid, signal.SIGKILL)  # most likely in the middle of the second batch
+        job.wait(timeout=30)
+        killed_at = batches_done()
+        job = start()
+        wait_until(
+            lambda: published_through() >= len(paths) - 1,
+            timeout=400,
+            what=f"all {len(paths)} micro-batches published after the restart",
+        )
+    finally:
+        if job.poll() is None:
+            os.killpg(job.pid, signal.SIGTERM)
+            job.wait(timeout=60)
+        log.close()
+
+    findings = config.aggregation.findings
+    assert findings is not None
+    published = read_events(kafka_client_settings(config.cluster("local")), findings.topic)
+    ids = [e.event_id for e in published]
+    assert len(ids) == len(set(ids)), "an event was published twice"
+    replayed = replay(spark, paths, config.aggregation.detectors)
+    assert sorted((e.event, e.finding.key, e.at) for e in published) == sorted(
+        (e.event, e.finding.key, e.at) for e in replayed.events
+    ), f"the restarted job (killed after {killed_at} batches) disagrees with a replay"
+    assert {e.finding.kind for e in published} == {"hot_partitions_colocated", "rebalance_loop"}

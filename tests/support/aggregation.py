@@ -1,0 +1,79 @@
+"""Helpers for the aggregation job's integration tests: configs, spool files, /metrics."""
+
+import re
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import yaml
+
+from agent.config import Config, parse_config
+from agent.embedded.kafka import EmbeddedKafka
+from agent.embedded.ports import free_port
+from agent.model import Snapshot
+
+
+def job_config(
+    kafka: EmbeddedKafka,
+    work: Path,
+    *,
+    findings_topic: str,
+    spool: Path | None = None,
+    snapshot_topic: str | None = None,
+    detectors: dict[str, object] | None = None,
+    max_files_per_batch: int = 100,
+    trigger: str = "1s",
+) -> Config:
+    """A config for the job on the session broker: spool or topic input, its own port."""
+    job_input: dict[str, object] = (
+        {
+            "type": "spool",
+            "spool": {"directory": str(spool), "max_files_per_batch": max_files_per_batch},
+        }
+        if spool is not None
+        else {"type": "kafka", "kafka": {"topic": snapshot_topic, "starting_offsets": "earliest"}}
+    )
+    document = {
+        "clusters": [{"name": "local", "bootstrap_servers": [kafka.bootstrap_servers]}],
+        "sink": {"type": "none"},
+        "aggregation": {
+            "listen": f"127.0.0.1:{free_port()}",
+            "checkpoint_dir": str(work / "checkpoint"),
+            "trigger_interval": trigger,
+            "input": job_input,
+            "findings": {"topic": findings_topic, "partitions": 1},
+            "spark": {"master": "local[2]", "shuffle_partitions": 1, "driver_memory": "512MiB"},
+            "detectors": detectors or {},
+        },
+    }
+    text = yaml.safe_dump(document, sort_keys=False)
+    path = work / "ksmon.yaml"
+    path.write_text(text)
+    return parse_config(text, str(path), {})
+
+
+def write_spool(directory: Path, files: Sequence[Iterable[Snapshot]]) -> list[Path]:
+    """Complete spool files in order (the names sort by time, as the agent's do)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for i, snapshots in enumerate(files, start=1):
+        path = directory / f"snapshots-20260101T000000-{i:06d}.jsonl"
+        tmp = path.with_suffix(".part")
+        tmp.write_bytes(b"".join(s.to_json() + b"\n" for s in snapshots))
+        tmp.replace(path)
+        paths.append(path)
+    return paths
+
+
+def scrape(port: int) -> str:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        return str(response.read().decode())
+
+
+def active_findings(metrics: str) -> list[dict[str, str]]:
+    """The label sets of ``ksmon_finding_active`` series in a scrape."""
+    found = []
+    for line in metrics.splitlines():
+        if line.startswith("ksmon_finding_active{"):
+            found.append(dict(re.findall(r'([a-z_]+)="([^"]*)"', line)))
+    return found

@@ -1,0 +1,62 @@
+"""Table-driven detector cases: each one a group's short history and what must (not) fire.
+
+Every case is its own consumer group (its name), so all cases of all
+detectors run through the job's real evaluation path in one Spark job
+(``conftest.detector_results``) and each test looks at its own group.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from agent.aggregation.hysteresis import Candidate
+from agent.model import Snapshot
+
+T0 = 1_700_000_000.0
+
+
+@dataclass(frozen=True)
+class Expect:
+    """A candidate that must be there: its severity and subject."""
+
+    severity: str
+    process: str | None = None
+    thread: int | None = None
+    task: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str  # also the consumer group's id
+    why: str
+    kind: str
+    snapshots: Sequence[Snapshot]
+    expect: Sequence[Expect] = ()  # exactly these candidates of ``kind`` at ``at``
+    at: float | None = None  # default: the last snapshot's time
+    check: Callable[[list[Candidate]], None] | None = field(default=None, compare=False)
+
+    @property
+    def when(self) -> float:
+        return self.at if self.at is not None else max(s.poll.started_at for s in self.snapshots)
+
+
+def times(start: float, stop: float, step: float) -> list[float]:
+    """``start``, ``start + step``, ... up to and including ``stop`` (seconds after T0)."""
+    count = round((stop - start) / step)
+    return [T0 + start + i * step for i in range(count + 1)]
+
+
+def found(candidates: list[Candidate], case: Case) -> set[Expect]:
+    return {
+        Expect(
+            c.severity,
+            c.subject.process,
+            c.subject.thread,
+            c.subject.task,
+            c.subject.topic,
+            c.subject.partition,
+        )
+        for c in candidates
+        if c.kind == case.kind and c.group == case.name and c.t == case.when
+    }

@@ -1,0 +1,208 @@
+"""rebalance_loop: rebalancing again and again, and the legitimate churn that is not a loop."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from agent.aggregation.hysteresis import Candidate
+from agent.model import MemberInfo, RebalanceEvent, Snapshot
+from tests.support.snapshots import partition, snapshot, streams_member
+from tests.unit.aggregation.cases import T0, Case, Expect, times
+
+KIND = "rebalance_loop"
+
+
+@dataclass
+class Poll:
+    """What the broker says at one poll."""
+
+    state: str = "Stable"
+    members: list[MemberInfo] = field(default_factory=list)
+    generation: int | None = None
+    rebalances: int = 0  # exact events read from __consumer_offsets since the last poll
+
+
+def _history(group: str, poll: Callable[[float], Poll], step: float = 20) -> list[Snapshot]:
+    """Polls every ``step`` s for 10 minutes (the loop window)."""
+    snapshots = []
+    for t in times(0, 600, step):
+        p = poll(t - T0)
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=p.members,
+                partitions=[partition("in", 0, end=100)],
+                state=p.state,
+                generation=p.generation,
+                rebalances=[RebalanceEvent(1, t - 1) for _ in range(p.rebalances)],
+            )
+        )
+    return snapshots
+
+
+def _thread(process: str, index: int = 1, generation: object = "", **kwargs: object) -> MemberInfo:
+    return streams_member(process, index, member_id=f"{process}-{index}-{generation}", **kwargs)  # type: ignore[arg-type]
+
+
+def _undecoded(*names: str) -> list[MemberInfo]:
+    """Members as a rebalancing group describes them: no metadata, so no Streams data."""
+    return [MemberInfo(member_id=n, client_id=n, client_host="h") for n in names]
+
+
+def _poll_timeouts(s: float) -> Poll:
+    # Every minute pA's thread overruns max.poll.interval.ms, leaves, and re-joins under a
+    # new member id; the old id is gone first (no overlap).
+    k = int(s // 60)
+    if s % 60 < 20:
+        return Poll("PreparingRebalance", _undecoded("x", "y"))
+    return Poll(members=[_thread("pA", 1, k), _thread("pB")])
+
+
+def _probing(s: float) -> Poll:
+    # KIP-441: a warm-up is pending, so every assignment announces the next (probing)
+    # rebalance; the members never change.
+    return Poll(
+        members=[_thread("pA", next_rebalance_ms=1), _thread("pB")],
+        generation=10 + int(s // 120),
+    )
+
+
+def _rolling_restart(s: float) -> Poll:
+    # pA, pB, pC restart one after the other; each old member lingers until its session
+    # times out, then leaves: two rebalances per instance.
+    members = []
+    for process, restart in (("pA", 100), ("pB", 250), ("pC", 400)):
+        if s < restart + 60:
+            members.append(_thread(process, 1, "old"))
+        if s >= restart:
+            members.append(_thread(process, 1, "new"))
+    busy = any(s in (restart, restart + 60) for restart in (100, 250, 400))
+    return Poll("PreparingRebalance", _undecoded("x")) if busy else Poll(members=members)
+
+
+def _scale_out(s: float) -> Poll:
+    # pC (two threads) joins at 300 s: four generations in 40 s (join, cooperative
+    # follow-up, and again as its second thread arrives), then quiet.
+    members = [_thread("pA", 1), _thread("pA", 2), _thread("pB", 1), _thread("pB", 2)]
+    if s >= 300:
+        members += [_thread("pC", 1), _thread("pC", 2)]
+    generation = 10 if s < 300 else 12 if s < 320 else 14
+    return Poll(members=members, generation=generation)
+
+
+def _crash_loop(s: float) -> Poll:
+    # pA's JVM dies and restarts every 2 minutes; its old member lingers next to the new one.
+    k = int(s // 120)
+    phase = s % 120
+    members = [_thread("pA", 1, k), _thread("pB")]
+    if k > 0 and phase < 40:
+        members.append(_thread("pA", 1, k - 1))
+    busy = phase in (0, 40)
+    return Poll("PreparingRebalance", _undecoded("x")) if busy else Poll(members=members)
+
+
+def _too_large(s: float) -> Poll:
+    # KAFKA-7149: every SyncGroup fails to store the group's metadata, so it rebalances
+    # again and again with the same members; the metadata is 600 KB of the 1 MB limit.
+    big = {"subscription_bytes": 200_000, "assignment_bytes": 100_000}
+    generation = 5 + int(s // 40)
+    if s % 40 == 20:
+        return Poll("CompletingRebalance", _undecoded("x", "y"), generation)
+    return Poll(members=[_thread("pA", **big), _thread("pB", **big)], generation=generation)
+
+
+def _unstable(s: float) -> Poll:
+    # Stuck in one long rebalance from 150 s on: not many events, but rarely Stable.
+    if s >= 150:
+        return Poll("PreparingRebalance", _undecoded("x", "y"))
+    return Poll(members=[_thread("pA"), _thread("pB")])
+
+
+def _exact_events(s: float) -> Poll:
+    # The agent reads __consumer_offsets: one generation change per minute, all between polls.
+    return Poll(members=[_thread("pA"), _thread("pB")], rebalances=1 if s % 60 == 0 and s else 0)
+
+
+def _check_cause(expected: str) -> Callable[[list[Candidate]], None]:
+    def check(candidates: list[Candidate]) -> None:
+        (found,) = candidates
+        assert expected in found.evidence["likely_cause"], found.evidence
+        assert expected in found.explanation
+
+    return check
+
+
+def _check_exact(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    assert found.evidence["events_from"] == "exact"
+    assert found.evidence["rebalances"] == 10
+
+
+CASES = [
+    Case(
+        "loop-poll-timeouts",
+        "pA's thread re-joins under a new member id every minute (no old member lingers): "
+        "processing exceeds max.poll.interval.ms",
+        KIND,
+        _history("loop-poll-timeouts", _poll_timeouts),
+        expect=[Expect("warning")],
+        check=_check_cause("max.poll.interval.ms"),
+    ),
+    Case(
+        "loop-probing",
+        "KIP-441 probing rebalances: announced by the assignment, same members after: legitimate",
+        KIND,
+        _history("loop-probing", _probing),
+    ),
+    Case(
+        "loop-rolling-restart",
+        "a rolling restart of three instances: each replaced once, the newcomers stay",
+        KIND,
+        _history("loop-rolling-restart", _rolling_restart),
+    ),
+    Case(
+        "loop-scale-out",
+        "a scale-out from 2 to 3 instances: four rebalances, all explained by the two new "
+        "members, then it settles",
+        KIND,
+        _history("loop-scale-out", _scale_out),
+    ),
+    Case(
+        "loop-crash-loop",
+        "pA restarts every two minutes, its old member lingering each time: a crash loop",
+        KIND,
+        _history("loop-crash-loop", _crash_loop),
+        expect=[Expect("warning")],
+        check=_check_cause("crash loop"),
+    ),
+    Case(
+        "loop-metadata-too-large",
+        "generation after generation with the same members and 600 KB of group metadata "
+        "against a 1 MB max.message.bytes: KAFKA-7149",
+        KIND,
+        _history("loop-metadata-too-large", _too_large),
+        expect=[Expect("warning")],
+        check=_check_cause("KAFKA-7149"),
+    ),
+    Case(
+        "loop-unstable",
+        "one rebalance that never ends: not Stable for 75% of the window",
+        KIND,
+        _history("loop-unstable", _unstable),
+        expect=[Expect("warning")],
+    ),
+    Case(
+        "loop-quiet",
+        "a Stable group with the same members all along",
+        KIND,
+        _history("loop-quiet", lambda _s: Poll(members=[_thread("pA"), _thread("pB")])),
+    ),
+    Case(
+        "loop-exact-events",
+        "ten generation changes read from __consumer_offsets, none visible in the polls",
+        KIND,
+        _history("loop-exact-events", _exact_events),
+        expect=[Expect("warning")],
+        check=_check_exact,
+    ),
+]

@@ -1,0 +1,248 @@
+"""restore_stalled: state restoration that makes no progress, from the broker and a sidecar."""
+
+from collections.abc import Callable, Mapping, Sequence
+
+from agent.aggregation.hysteresis import Candidate
+from agent.model import (
+    SidecarInfo,
+    SidecarStateUpdater,
+    SidecarTask,
+    SidecarThread,
+    Snapshot,
+    TopicInfo,
+)
+from tests.support.snapshots import changelog, partition, snapshot, streams_member
+from tests.unit.aggregation.cases import T0, Case, Expect, times
+
+KIND = "restore_stalled"
+
+
+def _count_app(
+    group: str,
+    *,
+    offset_sums: Mapping[str, int] | None = None,
+    changelog_end: int = 50_000,
+    commit_stops_at: float | None = 60,
+    input_rate: float = 10.0,
+    rebalancing: tuple[float, float] | None = None,
+) -> list[Snapshot]:
+    """A groupBy-count app (``<group>-counts-repartition`` feeds task 1_0, which owns
+    ``<group>-counts-changelog``), polled every 30 s for 10 minutes. Task 1_0's input
+    commits stop at ``commit_stops_at`` (None: never), while records keep arriving."""
+    repartition = f"{group}-counts-repartition"
+    snapshots = []
+    for t in times(0, 600, 30):
+        s = t - T0
+        end = 1000 + round(input_rate * s)
+        if commit_stops_at is not None and s >= commit_stops_at:
+            committed = 1000 + round(input_rate * commit_stops_at)
+        else:
+            committed = end - 5
+        busy = rebalancing is not None and rebalancing[0] <= s < rebalancing[1]
+        member = streams_member(
+            "pA",
+            1,
+            {"0_0": [("in", 0)], "1_0": [(repartition, 0)]},
+            offset_sums=offset_sums or {},
+        )
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=[member],
+                partitions=[
+                    partition("in", 0, end=end),
+                    partition(repartition, 0, end=end, committed=committed),
+                ],
+                topics=[
+                    TopicInfo(repartition, 1, internal_kind="repartition", consumed=True),
+                    changelog(f"{group}-counts-changelog", [changelog_end], size_bytes=5_000_000),
+                ],
+                state="PreparingRebalance" if busy else "Stable",
+            )
+        )
+    return snapshots
+
+
+def _two_stores(
+    group: str, offset_sums: Mapping[str, int], stores: Sequence[str]
+) -> list[Snapshot]:
+    """Two sub-topologies reading ``in`` and ``in2``, stores without repartition topics;
+    no commit on either input for 10 minutes while records arrive."""
+    snapshots = []
+    for t in times(0, 600, 30):
+        end = 1000 + round(10 * (t - T0))
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=[
+                    streams_member(
+                        "pA", 1, {"0_0": [("in", 0)], "1_0": [("in2", 0)]}, offset_sums=offset_sums
+                    )
+                ],
+                partitions=[
+                    partition("in", 0, end=end, committed=1000),
+                    partition("in2", 0, end=end, committed=1000),
+                ],
+                topics=[changelog(f"{group}-{store}-changelog", [50_000]) for store in stores],
+            )
+        )
+    return snapshots
+
+
+def _sidecar_app(group: str, sidecar: Callable[[float], SidecarInfo]) -> list[Snapshot]:
+    """A sidecar next to instance pA, polling every 10 s for 3 minutes."""
+    return [
+        snapshot(
+            group,
+            t,
+            members=[streams_member("pA", 1, {"1_0": [(f"{group}-counts-repartition", 0)]})],
+            partitions=[partition(f"{group}-counts-repartition", 0, end=100)],
+            sidecar=sidecar(t - T0),
+            agent="sidecar-pA",
+        )
+        for t in times(0, 180, 10)
+    ]
+
+
+def _restoring(
+    *,
+    active: int = 1,
+    rate: float | None = 0.0,
+    remaining: int = 5000,
+    thread_state: str = "RUNNING",
+    restored_total: float | None = None,
+    updater: bool = True,
+) -> SidecarInfo:
+    return SidecarInfo(
+        process_id="pA",
+        app_metrics_up=True,
+        client_state="REBALANCING" if active else "RUNNING",
+        alive_stream_threads=1,
+        threads=(SidecarThread("app-pA-StreamThread-1", 1, thread_state),),
+        tasks=(
+            SidecarTask(
+                "1_0",
+                "app-pA-StreamThread-1",
+                restore_remaining_records=remaining,
+                restored_records_total=restored_total,
+            ),
+        ),
+        state_updaters=(SidecarStateUpdater("app-pA-StateUpdater-1", active, 0, 0, rate),)
+        if updater
+        else (),
+    )
+
+
+def _check_broker_evidence(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    e = found.evidence
+    assert e["source"] == "broker"
+    assert e["mapping"] == "repartition topic of the same store"
+    assert e["changelogs"] == ["restore-broker-stalled-counts-changelog"]
+    assert e["backlog_records"] == 50_000
+    assert e["task_offset_sum"] is None, "no local state: nothing was restored before"
+    assert e["backlog_bytes_estimate"] == 5_000_000
+    assert e["seconds_without_commit"] == 540
+    assert "50000 changelog records behind" in found.explanation
+
+
+CASES = [
+    Case(
+        "restore-broker-stalled",
+        "task 1_0's member has no local state for 50000 changelog records and its input has "
+        "not committed for 9 minutes while the lag grew and the group stayed Stable",
+        KIND,
+        _count_app("restore-broker-stalled"),
+        expect=[Expect("warning", "pA", task="1_0")],
+        check=_check_broker_evidence,
+    ),
+    Case(
+        "restore-broker-progressing",
+        "the task is behind, but its input keeps committing: the restore finished and it works",
+        KIND,
+        _count_app("restore-broker-progressing", commit_stops_at=None),
+    ),
+    Case(
+        "restore-broker-small-backlog",
+        "5000 records behind is within acceptable_recovery_lag (10000)",
+        KIND,
+        _count_app("restore-broker-small-backlog", changelog_end=5000),
+    ),
+    Case(
+        "restore-broker-running-active",
+        "the member reports the task as running active (offset sum -2): caught up",
+        KIND,
+        _count_app("restore-broker-running-active", offset_sums={"1_0": -2}),
+    ),
+    Case(
+        "restore-broker-recent-rebalance",
+        "the group rebalanced 2 minutes ago: the task has not been quiet long enough while Stable",
+        KIND,
+        _count_app("restore-broker-recent-rebalance", rebalancing=(450, 480)),
+    ),
+    Case(
+        "restore-broker-no-traffic",
+        "no commit, but no new records either: an idle task, not a stuck restore",
+        KIND,
+        _count_app("restore-broker-no-traffic", input_rate=0.0),
+    ),
+    Case(
+        "restore-broker-unknown-mapping",
+        "two stateful sub-topologies and no repartition topic to tell their changelogs apart: "
+        "the mapping is unknown, so the rule stays silent",
+        KIND,
+        _two_stores("restore-broker-unknown-mapping", {"0_0": 0, "1_0": 0}, ["a", "b"]),
+    ),
+    Case(
+        "restore-broker-single-stateful",
+        "one changelog and one stateful sub-topology (0, from its offset sums): the changelog "
+        "is task 0_0's, which is 49900 records behind with a stalled input",
+        KIND,
+        _two_stores("restore-broker-single-stateful", {"0_0": 100}, ["store"]),
+        expect=[Expect("warning", "pA", task="0_0")],
+    ),
+    Case(
+        "restore-sidecar-stuck",
+        "the state updater has restored nothing (rate 0) for 3 minutes while task 1_0 restores",
+        KIND,
+        _sidecar_app("restore-sidecar-stuck", lambda _s: _restoring()),
+        expect=[Expect("critical", "pA", task="1_0")],
+    ),
+    Case(
+        "restore-sidecar-progressing",
+        "the state updater restores 500 records/s: slow maybe, but moving",
+        KIND,
+        _sidecar_app("restore-sidecar-progressing", lambda _s: _restoring(rate=500.0)),
+    ),
+    Case(
+        "restore-sidecar-overshoot",
+        "remaining records stay at 3 after the restore ended (KAFKA-20711) but nothing "
+        "restores and the thread runs: not a restore at all",
+        KIND,
+        _sidecar_app("restore-sidecar-overshoot", lambda _s: _restoring(active=0, remaining=3)),
+    ),
+    Case(
+        "restore-sidecar-just-started",
+        "restoring with rate 0 for 60 s only: within restore_stall_after (2 min)",
+        KIND,
+        _sidecar_app(
+            "restore-sidecar-just-started",
+            lambda s: _restoring(active=1 if s >= 120 else 0),
+        ),
+    ),
+    Case(
+        "restore-sidecar-no-updater",
+        "no state updater (before 3.8): the thread sits in PARTITIONS_ASSIGNED and the task's "
+        "restored total has not moved for 3 minutes",
+        KIND,
+        _sidecar_app(
+            "restore-sidecar-no-updater",
+            lambda _s: _restoring(
+                thread_state="PARTITIONS_ASSIGNED", restored_total=1200.0, updater=False
+            ),
+        ),
+        expect=[Expect("critical", "pA", task="1_0")],
+    ),
+]
