@@ -17,6 +17,7 @@ import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -25,6 +26,7 @@ from typing import TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from agent.aggregation.kafka_package import kafka_source_jars
 from agent.demo.hot_key import HotKeyPlan, plan_hot_key
 from agent.embedded.kafka import EmbeddedKafka, fetch_kafka
 from agent.embedded.load import KeyedLoad, KeySkew
@@ -89,12 +91,18 @@ class _Demo:
             "ksmon demo: a local Kafka, a Kafka Streams app with a hot key, the ksmon agent "
             "and the aggregation job, all on 127.0.0.1. Ctrl-C stops everything."
         )
-        self.stage("Apache Kafka and the demo app (fetched from Maven Central on first run)")
+        self.stage(
+            "Apache Kafka, the demo app and Spark's Kafka source "
+            "(fetched from Maven Central on first run)"
+        )
         kafka = EmbeddedKafka(fetch_kafka(), self.work / "kafka")
         kafka.launch()
         self.stack.callback(kafka.stop)
-        # The app builds (Maven, cached) while the broker boots.
-        build = build_streams_app(kafka_version=kafka.distribution.version)
+        # The app builds and the job's jars resolve (Maven, cached) while the broker boots.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-fetch") as fetch:
+            spark_kafka = fetch.submit(kafka_source_jars)
+            build = build_streams_app(kafka_version=kafka.distribution.version)
+            spark_kafka.result()
         kafka.wait_ready()
         self.stage(f"Kafka {kafka.distribution.version} broker on {kafka.bootstrap_servers}")
 
