@@ -4,7 +4,6 @@ import argparse
 import logging
 import signal
 import sys
-import tempfile
 import time
 import traceback
 from collections.abc import Sequence
@@ -329,23 +328,10 @@ def _run_broker_in_foreground(data_dir: Path, port: int | None, *, fresh: bool) 
 
 
 def _demo(_args: argparse.Namespace) -> int:
-    """For now: a local broker and its status, until the agent and job exist."""
-    from agent.embedded.kafka import EmbeddedKafka, fetch_kafka  # noqa: PLC0415
+    from agent.demo.run import run_demo  # noqa: PLC0415
 
-    with tempfile.TemporaryDirectory(prefix="ksmon-demo-") as work:
-        kafka = EmbeddedKafka(fetch_kafka(), Path(work) / "kafka")
-        kafka.start()
-        try:
-            print(
-                f"ksmon demo: Kafka {kafka.distribution.version} is up at "
-                f"{kafka.bootstrap_servers}.\nThe agent and the aggregation job join this demo "
-                "as they land; Ctrl-C stops everything."
-            )
-            while kafka.process.alive:
-                time.sleep(10)
-                status = "answering" if kafka.answers() else "NOT answering"
-                print(f"ksmon demo: broker {kafka.bootstrap_servers} {status}")
-            print(f"ksmon: error: the broker exited; see {kafka.log_path}", file=sys.stderr)
-            return 1
-        finally:
-            kafka.stop()
+    try:
+        run_demo()
+    except KeyboardInterrupt:
+        print("ksmon demo: stopped; nothing left running", file=sys.stderr)
+    return 0

@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from agent.collect.kafka_edge import KafkaEdge
@@ -14,6 +15,7 @@ from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
 from agent.config.tls_files import check_tls_files
 from agent.errors import ConfigError, KsmonError
+from agent.explain.findings import findings_for_group
 from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
 from agent.runner import AgentRunner, agent_identity
@@ -59,6 +61,9 @@ def run_agent(config: Config) -> None:
 class SnapshotTarget:
     config: Config
     cluster: ClusterConfig
+    # False when the cluster was given only as --bootstrap servers: its name here
+    # is made up, so it cannot match the name agents and the job know it by.
+    cluster_named: bool = True
 
 
 def snapshot_target(
@@ -73,13 +78,14 @@ def snapshot_target(
         )
     else:
         raise ConfigError("give --config FILE or --bootstrap host:port")
+    named = config_path is not None or cluster is not None
     if cluster is None:
-        return SnapshotTarget(config, config.clusters[0])
+        return SnapshotTarget(config, config.clusters[0], named)
     matches = [c for c in config.clusters if c.name == cluster]
     if not matches:
         names = ", ".join(c.name for c in config.clusters)
         raise ConfigError(f"--cluster {cluster}: no such cluster in the configuration ({names})")
-    return SnapshotTarget(config, matches[0])
+    return SnapshotTarget(config, matches[0], named)
 
 
 def take_snapshot(target: SnapshotTarget, group: str) -> Snapshot:
@@ -131,9 +137,24 @@ def poll_group(
 
 
 def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) -> GroupReport:
-    """Two polls ``sample_seconds`` apart (rates need two points), explained."""
+    """Two polls ``sample_seconds`` apart (rates need two points), explained, with the
+    aggregation job's open findings for the group when its findings topic can be read."""
+    # Spark-free modules of the job's package: the findings topic reader and its fold.
+    from agent.aggregation.commands import open_findings  # noqa: PLC0415
+
     first, second = poll_group(target, group, polls=2, interval=sample_seconds)
-    return build_report(first, second)
+    findings, source = findings_for_group(
+        partial(open_findings, target.config),
+        _findings_topic(target.config),
+        group,
+        target.cluster.name if target.cluster_named else None,
+    )
+    return build_report(first, second, findings, source)
+
+
+def _findings_topic(config: Config) -> str:
+    findings = config.aggregation.findings
+    return findings.topic if findings is not None else "(not configured)"
 
 
 def snapshot_table(snapshot: Snapshot) -> str:

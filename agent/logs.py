@@ -71,7 +71,8 @@ def configure(*, level: str = "info", json_format: bool) -> None:
     # During a broker outage it logs a lost connection every few milliseconds,
     # with tracebacks; the poller's one warning per failed poll says it better.
     logging.getLogger("kafka").setLevel(logging.DEBUG if level == "debug" else logging.CRITICAL)
-    logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # APScheduler warns at every run skipped behind a slow poll; the scheduler says it once.
+    logging.getLogger("apscheduler").setLevel(logging.ERROR)
     # The one-shot CLI quiets the collectors; a daemon wants their warnings.
     logging.getLogger("agent.collect").setLevel(logging.NOTSET)
     threading.excepthook = log_thread_exception

@@ -12,5 +12,7 @@ job's /metrics) and ``findings_topic``. ``job`` and ``replay`` are the edges
 that run it.
 
 Everything here but ``hysteresis``, ``state``, ``exposition`` and
-``findings_topic`` imports pyspark; the agent never imports this package.
+``findings_topic`` (and ``commands``, which imports Spark only when a job
+starts) imports pyspark; the agent daemon never imports this package, and
+``ksmon explain`` only its Spark-free findings-topic reader.
 """

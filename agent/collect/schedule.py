@@ -3,7 +3,9 @@
 Each cluster is one job: a job never overlaps itself (``max_instances=1``),
 runs that were missed while a poll was slow are coalesced into one, and
 every job has its own worker thread, so a slow or unreachable cluster never
-delays another cluster, the sink, or the HTTP server.
+delays another cluster, the sink, or the HTTP server. A poll slower than its
+interval is said once per ``OVERRUN_LOG_INTERVAL`` (APScheduler would warn at
+every skipped run; ``ksmon_poll_duration_seconds`` shows it all the time).
 """
 
 import logging
@@ -17,6 +19,8 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from agent.collect.poller import ClusterPoller, PollResult
 
 log = logging.getLogger(__name__)
+
+OVERRUN_LOG_INTERVAL = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,13 +43,14 @@ class PollScheduler:
             timezone="UTC",
         )
         self.started = False
+        self._overrun_logged: dict[str, float] = {}
 
     def start(self) -> None:
         for scheduled in self._pollers:
             self._scheduler.add_job(
                 self._poll,
                 "interval",
-                args=[scheduled.poller],
+                args=[scheduled],
                 seconds=scheduled.interval_seconds,
                 id=f"poll-{scheduled.poller.cluster}",
                 name=f"poll {scheduled.poller.cluster}",
@@ -61,16 +66,35 @@ class PollScheduler:
             self._scheduler.shutdown(wait=True)
             self.started = False
 
-    def _poll(self, poller: ClusterPoller) -> None:
+    def _poll(self, scheduled: ScheduledPoller) -> None:
+        poller = scheduled.poller
         try:
             result = poller.poll()
         except Exception:  # poll() reports failures itself; this is a bug guard, not flow
             log.exception("poll of cluster %s raised", poller.cluster)
             return
+        self._note_overrun(result, scheduled.interval_seconds)
         try:
             self._on_result(result)
         except Exception:
             log.exception("handling the poll of cluster %s failed", poller.cluster)
+
+    def _note_overrun(self, result: PollResult, interval: float) -> None:
+        if result.duration_seconds <= interval:
+            return
+        last = self._overrun_logged.get(result.cluster)
+        now = time.monotonic()
+        if last is not None and now - last < OVERRUN_LOG_INTERVAL:
+            return
+        self._overrun_logged[result.cluster] = now
+        log.warning(
+            "a poll of cluster %s took %.1f s, longer than its %.0f s interval: polls run back "
+            "to back (missed ones are skipped); raise poll.offsets_interval or give the agent "
+            "more CPU",
+            result.cluster,
+            result.duration_seconds,
+            interval,
+        )
 
 
 def _now_utc() -> "object":

@@ -310,6 +310,7 @@ class Config:
         lines.append(f"snapshots: {_describe_sink(self.sink)}")
         if self.sidecar is not None:
             lines.append(_describe_sidecar(self.sidecar))
+        lines.append(f"aggregation job: {_describe_aggregation(self.aggregation)}")
         return "\n".join(lines)
 
 
@@ -358,6 +359,31 @@ def _describe_sidecar(sidecar: SidecarConfig) -> str:
         f"sidecar of Kafka Streams application {sidecar.application_id} on cluster "
         f"{sidecar.cluster}: metrics from {sidecar.app_metrics_url} "
         f"(timeout {format_duration(sidecar.scrape_timeout)}), {state_dir}{threads}"
+    )
+
+
+def _describe_aggregation(job: AggregationConfig) -> str:
+    source = job.input
+    if source.spool is not None:
+        reads = f"reads spool directory {source.spool.directory}"
+    elif source.kafka is not None:
+        reads = f"reads Kafka topic {source.kafka.topic} on cluster {source.kafka.cluster}"
+    else:
+        reads = "reads nothing"
+    findings = job.findings
+    publishes = (
+        f"findings to Kafka topic {findings.topic} on cluster {findings.cluster}"
+        if findings is not None and findings.publish
+        else "findings not published to a topic"
+    )
+    # The job resolves None to <state dir>/aggregate (agent/aggregation/job.py).
+    checkpoint = (
+        job.checkpoint_dir or "<state dir>/aggregate (KSMON_STATE_DIR, else ~/.local/state/ksmon)"
+    )
+    return (
+        f"metrics on {job.listen}, {reads} every {format_duration(job.trigger_interval)}, "
+        f"{publishes}; Spark {job.spark.master}, checkpoints in {checkpoint}; evaluation "
+        f"window {format_duration(job.detectors.evaluation_window)}"
     )
 
 

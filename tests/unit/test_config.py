@@ -746,3 +746,18 @@ def test_every_option_is_documented_in_the_reference_and_the_reference_loads() -
         assert re.search(rf"^\s*-?\s*{re.escape(key)}:", text, flags=re.MULTILINE), path
     assert config.clusters[0].security.sasl is not None
     assert isinstance(config.clusters[0].security.sasl.password, Secret)
+
+
+def test_check_config_describes_the_aggregation_job_where_it_reads_and_writes() -> None:
+    spool = parse(
+        MINIMAL + "aggregation:\n  checkpoint_dir: /var/lib/ksmon/job\n"
+        "  input: {type: spool, spool: {directory: /spool}}\n"
+        "  findings: {publish: false}\n"
+    ).describe()
+    assert (
+        "aggregation job: metrics on 0.0.0.0:8480, reads spool directory /spool every 10s, "
+        "findings not published to a topic; Spark local[*], checkpoints in /var/lib/ksmon/job"
+    ) in spool
+    kafka = parse(MINIMAL).describe()
+    assert "reads Kafka topic ksmon.snapshots on cluster" in kafka
+    assert "findings to Kafka topic ksmon.findings on cluster" in kafka

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from agent.model import SCHEMA_VERSION, Snapshot
 from agent.streams.assignment_info import NO_REBALANCE_SCHEDULED, AssignmentInfo
+from agent.streams.checkpoint import OFFSET_UNKNOWN, ChangelogOffset, CheckpointFile
 from agent.streams.consumer_protocol import ConsumerAssignment, ConsumerSubscription
 from agent.streams.offsets_topic import (
     GroupMember,
@@ -283,3 +284,40 @@ def snapshots(draw: st.DrawFn) -> Example:
     snapshot = draw(values_of(Snapshot))
     snapshot = dataclasses.replace(snapshot, schema_version=draw(st.integers(1, SCHEMA_VERSION)))
     return Example(snapshot.to_json(), snapshot)
+
+
+# --- the sidecar's .checkpoint files -------------------------------------------------------------
+
+KAFKA_TOPIC = st.text(
+    alphabet="abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-",
+    min_size=1,
+    max_size=20,
+)
+
+
+@st.composite
+def checkpoint_files(draw: st.DrawFn) -> Example:
+    """An OffsetCheckpoint file: version 0, a count, ``<topic> <partition> <offset>`` lines.
+
+    Offsets are known (>= 0) or -4 ("registered, unknown"); lines end as Java's
+    readLine accepts (\\n, \\r\\n, \\r) and fields are split on any Java whitespace.
+    """
+    entries = draw(
+        st.lists(
+            st.tuples(
+                KAFKA_TOPIC,
+                st.integers(0, 2**31 - 1),
+                st.integers(0, 2**63 - 1) | st.just(OFFSET_UNKNOWN),
+            ),
+            max_size=6,
+            unique_by=lambda e: (e[0], e[1]),
+        )
+    )
+    newline = draw(st.sampled_from(["\n", "\r\n", "\r"]))
+    space = draw(st.sampled_from([" ", "  ", "\t"]))
+    lines = ["0", str(len(entries))] + [space.join(map(str, e)) for e in entries]
+    expected = CheckpointFile(
+        offsets=tuple(ChangelogOffset(t, p, o) for t, p, o in entries if o != OFFSET_UNKNOWN),
+        unknown=tuple((t, p) for t, p, o in entries if o == OFFSET_UNKNOWN),
+    )
+    return Example(newline.join(lines).encode() + newline.encode(), expected)

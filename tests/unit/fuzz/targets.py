@@ -1,8 +1,9 @@
 """Every decoder of untrusted input, one entry each: what it returns, how it fails, valid input.
 
-To fuzz a new decoder (the sidecar's ``.checkpoint`` files and app metrics
-text, the job's snapshot reader), add one ``Target`` here with a strategy of
-valid examples; ``test_decoders.py`` then runs every property over it.
+To fuzz a new decoder, add one ``Target`` here with a strategy of valid
+examples; ``test_decoders.py`` then runs every property over it. (The
+sidecar's app-metrics text parser has its own property test over real
+exporter captures in ``tests/unit/streams/test_app_metrics.py``.)
 """
 
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from agent.model import Snapshot
 from agent.model.records import RecordError
 from agent.streams.assignment_info import AssignmentInfo, decode_assignment_info
+from agent.streams.checkpoint import CheckpointFile, parse_checkpoint
 from agent.streams.codec import DecodeError
 from agent.streams.consumer_protocol import (
     ConsumerAssignment,
@@ -120,6 +122,7 @@ TARGETS = [
         text=True,
         damage=mutations.damaged_text,
     ),
+    Target("CheckpointFile", parse_checkpoint, (CheckpointFile,), strategies.checkpoint_files()),
     Target(
         "SnapshotJson",
         Snapshot.from_json,
