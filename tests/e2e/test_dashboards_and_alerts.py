@@ -1,25 +1,32 @@
 """Dashboards and alert rules as shipped, against a real Prometheus scraping the real
-agent during a live fixture-app scenario (tests/e2e/scenario.py): every panel query and
-every variable returns data, every rule evaluates, the injected faults' alerts fire and
-the healthy application raises none, and promtool accepts what the agent exposes.
-
-Queries on metrics of a component not on this branch yet (the aggregation job:
-tests/support/metric_sources.py) run too, as strict expected failures: they
-must return nothing until that component lands, and then they fail loudly until it is
-started in the scenario.
+agent, sidecar and aggregation job during a live fixture-app scenario
+(tests/e2e/scenario.py): every panel query and every variable returns data, every rule
+evaluates, the injected faults' alerts fire (from the agent's metrics and from the job's
+findings) and the healthy application raises none, and promtool accepts what each
+component exposes.
 """
 
 import time
 
 import pytest
 
-from tests.e2e.scenario import LOCAL_CLUSTER, UNREACHABLE_CLUSTER, Scenario, injected_faults
-from tests.support import promql
+from agent.aggregation.commands import open_findings
+from tests.e2e.scenario import (
+    AGENT_JOB,
+    AGGREGATION_JOB,
+    FAULTS,
+    LOCAL_CLUSTER,
+    SIDECAR_JOB,
+    UNREACHABLE_CLUSTER,
+    Scenario,
+    injected_faults,
+)
 from tests.support.grafana import PanelQuery, VariableQuery, queries, substitute, variable_queries
-from tests.support.metric_sources import PENDING, landed, pending_component
 from tests.support.prometheus import alert_rules, run_tool
 
-pytestmark = pytest.mark.integration
+# The scenario's setup counts towards the first test's time: it waits for the job's
+# findings (tests/e2e/scenario.py, ALERT_TIMEOUT).
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1500)]
 
 # What a person would pick in each dashboard's variables for this scenario.
 RATE_INTERVAL = "10s"
@@ -29,30 +36,14 @@ def _values(scenario: Scenario, dashboard_uid: str) -> dict[str, str]:
     if dashboard_uid == "ksmon-application":
         return {
             "cluster": LOCAL_CLUSTER,
-            "application": scenario.healthy_app,
+            "application": scenario.drill_app,
             "__rate_interval": RATE_INTERVAL,
         }
     # Multi-value variables set to "All".
     return {"cluster": ".*", "group": ".*", "__rate_interval": RATE_INTERVAL}
 
 
-def _pending_reason(expr: str) -> str | None:
-    components = sorted(
-        {p.component for m in promql.read(expr).metrics if (p := pending_component(m)) is not None}
-    )
-    return f"pending: needs {' and '.join(components)}" if components else None
-
-
-def _query_params() -> list[object]:
-    params: list[object] = []
-    for query in queries():
-        reason = _pending_reason(query.expr)
-        marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-        params.append(pytest.param(query, id=query.name, marks=marks))
-    return params
-
-
-@pytest.mark.parametrize("query", _query_params())
+@pytest.mark.parametrize("query", queries(), ids=lambda q: q.name)
 def test_every_panel_query_returns_series(scenario: Scenario, query: PanelQuery) -> None:
     expr = substitute(query.expr, _values(scenario, query.dashboard_uid))
     if query.instant:
@@ -65,8 +56,8 @@ def test_every_panel_query_returns_series(scenario: Scenario, query: PanelQuery)
 def _expected_variable_values(scenario: Scenario, variable: VariableQuery) -> set[str]:
     return {
         "cluster": {LOCAL_CLUSTER, UNREACHABLE_CLUSTER},
-        "group": {scenario.healthy_app, scenario.faulty_app},
-        "application": {scenario.healthy_app},
+        "group": {scenario.healthy_app, scenario.faulty_app, scenario.drill_app},
+        "application": {scenario.healthy_app, scenario.drill_app},
     }[variable.name]
 
 
@@ -89,9 +80,9 @@ def test_every_shipped_rule_is_loaded_and_evaluates_without_error(scenario: Scen
     assert not broken
 
 
-@pytest.mark.parametrize("index", range(2), ids=["no-live-consumers", "kafka-down"])
-def test_the_injected_fault_fires_its_alert(scenario: Scenario, index: int) -> None:
-    alertname, labels = injected_faults(scenario)[index]
+@pytest.mark.parametrize("fault", FAULTS)
+def test_the_injected_fault_fires_its_alert(scenario: Scenario, fault: str) -> None:
+    alertname, labels = injected_faults(scenario)[fault]
     firing = [
         a
         for a in scenario.prometheus.alerts()
@@ -126,24 +117,34 @@ def _lint(text: str) -> str:
 
 
 def test_promtool_check_metrics_accepts_the_agents_output(scenario: Scenario) -> None:
-    text = scenario.metrics_text("ksmon-agent")
+    text = scenario.metrics_text(AGENT_JOB)
     # Real poll data, Kafka Streams groups included.
     assert "ksmon_streams_task_assignment_info{" in text
     assert _lint(text) == ""
 
 
 def test_promtool_check_metrics_accepts_the_sidecars_output(scenario: Scenario) -> None:
-    text = scenario.metrics_text("ksmon-sidecar")
+    text = scenario.metrics_text(SIDECAR_JOB)
     # Real scrape data of the app next to it.
     assert "ksmon_sidecar_thread_state{" in text
     assert _lint(text) == ""
 
 
-@pytest.mark.parametrize(("key", "job"), [("job", "ksmon-aggregation")])
-def test_promtool_check_metrics_accepts_the_pending_components_output(
-    scenario: Scenario, key: str, job: str
-) -> None:
-    if key in PENDING and not landed(PENDING[key]):
-        pytest.xfail(f"pending: {PENDING[key].component} is not on this branch")
-    text = scenario.metrics_text(job)
+def test_promtool_check_metrics_accepts_the_jobs_output(scenario: Scenario) -> None:
+    text = scenario.metrics_text(AGGREGATION_JOB)
+    # Real findings and loads, from the snapshots of both agents.
+    assert f'ksmon_finding_active{{group="{scenario.drill_app}"' in text
+    assert "ksmon_streams_thread_load_records_per_second{" in text
     assert _lint(text) == ""
+
+
+def test_ksmon_findings_names_the_hot_member_and_the_empty_group(scenario: Scenario) -> None:
+    """The findings topic, folded as ``ksmon findings`` does, says what the alerts say."""
+    process, thread = scenario.hot_member
+    found = {
+        (f.group, f.kind, f.subject.process, f.subject.thread)
+        for f in open_findings(scenario.job_config)
+    }
+    assert (scenario.drill_app, "hot_partitions_colocated", process, int(thread)) in found
+    assert (scenario.faulty_app, "no_live_consumers", None, None) in found
+    assert not [f for f in found if f[0] == scenario.healthy_app]

@@ -1,20 +1,13 @@
-"""Which component produces each metric family the dashboards and alert rules read.
+"""Which metric families the dashboards and alert rules may read, with their labels.
 
-The agent's families are what its golden exposition files freeze (real code).
-The aggregation job's (issue 3) and the sidecar's (issue 4) are the contract
-tables of the team brief: while their code is not on this branch they are
-*pending*, and every panel query or alert on them is checked end to end as an
-expected failure (``xfail(strict=True)``: it must return nothing) instead of
-being skipped. ``test_pending_components_have_not_landed`` fails the moment a
-pending component's metrics appear in a golden file or its package exists:
-then delete its entry from ``PENDING`` and start it in the e2e scenario
-(``tests/e2e/scenario.py``), and its panels and alerts are checked for real.
+What the code exposes is what its golden exposition files freeze (the agent's,
+the sidecar's and the aggregation job's). The job's and the sidecar's families
+are also the contract tables of the team brief, which dashboards and alerts
+were written against; ``test_metric_sources`` checks that the code keeps them.
 """
 
-import importlib.util
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -81,21 +74,6 @@ PROMETHEUS_FAMILIES: Mapping[str, frozenset[str] | None] = {
 }
 
 
-@dataclass(frozen=True)
-class Pending:
-    """A component whose code is not on this branch yet."""
-
-    component: str
-    families: Mapping[str, frozenset[str]]
-    # The Python package it will live in, if known: its existence means it landed.
-    package: str | None = None
-
-
-PENDING: Mapping[str, Pending] = {
-    "job": Pending("the aggregation job (issue 3)", JOB_FAMILIES, package="agent.aggregation"),
-}
-
-
 @cache
 def golden_families() -> Mapping[str, frozenset[str]]:
     """Family name -> label names, over every golden exposition file (the code's contract)."""
@@ -109,29 +87,8 @@ def golden_families() -> Mapping[str, frozenset[str]]:
     return families
 
 
-def landed(pending: Pending) -> list[str]:
-    """Evidence that a pending component's code exists now (empty while it does not)."""
-    evidence = [
-        f"{name} is in a golden file" for name in pending.families if name in golden_families()
-    ]
-    if pending.package is not None and importlib.util.find_spec(pending.package) is not None:
-        evidence.append(f"package {pending.package} exists")
-    return evidence
-
-
 def known_families() -> Mapping[str, frozenset[str] | None]:
     """Every family a query may read, with its labels (None: any label)."""
     known: dict[str, frozenset[str] | None] = dict(PROMETHEUS_FAMILIES)
-    known.update(SIDECAR_FAMILIES)
-    for pending in PENDING.values():
-        known.update(pending.families)
     known.update(golden_families())
     return known
-
-
-def pending_component(family: str) -> Pending | None:
-    """The pending component that will produce ``family``, or None if it is produced now."""
-    for pending in PENDING.values():
-        if family in pending.families:
-            return pending
-    return None
