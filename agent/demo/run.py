@@ -84,7 +84,7 @@ class _Demo:
 
     def stage(self, text: str) -> None:
         self.step += 1
-        self.say(f"[{self.step}/6] {text}")
+        self.say(f"[{self.step}/5] {text}")
 
     def run(self) -> None:
         self.say(
