@@ -14,7 +14,9 @@ of the window, unless that is legitimate churn:
   once, and no newcomer came and went again within the window. Each member
   that joined or left explains up to ``EVENTS_PER_MEMBER_CHANGE`` events
   (the join or leave itself, the follow-up rebalance of cooperative
-  assignment, and one more for the task movements that follow).
+  assignment, and one more for the task movements that follow). A group
+  forming (after being Empty, or when the agent first sees it rebalancing)
+  is a scale-out from nothing: all its members joined.
 
 Root-cause hints in the evidence: the same clients re-joining under new
 member ids (processing longer than ``max.poll.interval.ms``), identities that
@@ -116,12 +118,15 @@ def rebalance_events(ctx: Context) -> DataFrame:
     return marked.withColumn("probing_events", F.when(probing, F.col("events")).otherwise(0))
 
 
-def membership_churn(ctx: Context) -> DataFrame:
-    """Per evaluation: how the group's members changed within the loop window."""
+def membership_churn(ctx: Context, marks: DataFrame) -> DataFrame:
+    """Per evaluation: how the group's members changed within the loop window
+    (``marks``: ``formation``'s, to count everyone in a group just formed as joined)."""
     window = ctx.params.loop_window
     evaluations = ctx.evaluations.select(*KEYS)
-    members = ctx.tables.members.where(F.col("state") == "Stable").select(
-        *KEYS, "member_id", "identity", "client_id"
+    members = (
+        ctx.tables.members.where(F.col("state") == "Stable")
+        .select(*KEYS, "member_id", "identity", "client_id")
+        .join(marks.where(F.col("formed")).select(*KEYS, "formed"), list(KEYS), "left")
     )
     paired = pair_with_lookback(evaluations, members, window)
     per_sample = paired.groupBy(*KEYS, "identity", "row_t").agg(
@@ -151,13 +156,18 @@ def membership_churn(ctx: Context) -> DataFrame:
     )
     member_presence = (
         paired.groupBy(*KEYS, "member_id")
-        .agg(F.min("row_t").alias("m_first"), F.max("row_t").alias("m_last"))
+        .agg(
+            F.min("row_t").alias("m_first"),
+            F.max("row_t").alias("m_last"),
+            F.max(F.coalesce(F.col("formed"), F.lit(False))).alias("joined_forming_group"),
+        )
         .join(samples, list(KEYS))
     )
     changes = member_presence.groupBy(*KEYS).agg(
         F.sum(
             (
                 (F.col("m_first") > F.col("first_sample"))
+                | F.col("joined_forming_group")
                 | (F.col("m_last") < F.col("last_sample"))
             ).cast("int")
         ).alias("member_changes")
@@ -180,6 +190,48 @@ def membership_churn(ctx: Context) -> DataFrame:
     return per_eval.join(changes, list(KEYS))
 
 
+def formation(ctx: Context) -> DataFrame:
+    """Per snapshot, whether the group is forming (``forming``: the series began with the
+    group rebalancing, the agent seeing it form, and it has not been Stable yet) or has
+    just formed (``formed``: the first Stable snapshot after that, or after the group
+    was Empty). Both hold only within ``loop_window`` of the start: a group that takes
+    longer to form is looping. A formed group's members all joined it.
+
+    A history cut mid-rebalance looks like a series beginning: the job keeps twice the
+    loop window (``DetectorsConfig.history_retention``), so a cut is always more than a
+    window before any evaluation, and never looks like a group forming in its window."""
+    window = ctx.params.loop_window
+    order = by_series()
+    before = order.rowsBetween(Window.unboundedPreceding, -1)
+    so_far = order.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    series_start = F.min("t").over(so_far)
+    began_unstable = ~F.first("stable").over(so_far)
+    reset = (F.col("t") == F.col("_series_start")) & F.col("_began_unstable")
+    marked = (
+        ctx.tables.groups.withColumn("_series_start", series_start)
+        .withColumn("_began_unstable", began_unstable)
+        .withColumn("_reset", reset | (F.col("member_count") == 0))
+        .withColumn("_last_reset", F.max(F.when(F.col("_reset"), F.col("t"))).over(so_far))
+        .withColumn("_last_stable", F.max(F.when(F.col("stable"), F.col("t"))).over(before))
+    )
+    within = F.col("t") - F.col("_last_reset") <= window
+    no_stable_since_reset = F.col("_last_stable").isNull() | (
+        F.col("_last_stable") < F.col("_last_reset")
+    )
+    forming = (
+        F.col("_began_unstable")
+        & ~F.col("stable")
+        & F.col("_last_stable").isNull()
+        & (F.col("t") - F.col("_series_start") <= window)
+    )
+    formed = F.col("stable") & F.col("_last_reset").isNotNull() & no_stable_since_reset & within
+    return marked.select(
+        *KEYS,
+        F.coalesce(forming, F.lit(False)).alias("forming"),
+        F.coalesce(formed, F.lit(False)).alias("formed"),
+    )
+
+
 def rebalance_results(ctx: Context) -> RebalanceResults:
     p = ctx.params
     events = rebalance_events(ctx)
@@ -197,7 +249,8 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
             ctx.evaluations,
         )
     )
-    churn = membership_churn(ctx)
+    marks = reused(formation(ctx))
+    churn = membership_churn(ctx, marks)
     judged = summed.join(churn, list(KEYS), "left").select(
         "*",
         F.coalesce(F.col("member_changes"), F.lit(0)).alias("changes"),
@@ -221,7 +274,9 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
             metadata_ratio.alias("metadata_ratio"),
         )
     )
-    holds = judged.where(
+    # A group the agent sees forming is not looping (yet): see ``formation``.
+    forming = marks.where(F.col("forming")).select(*KEYS)
+    holds = judged.join(forming, list(KEYS), "left_anti").where(
         (F.col("unexplained") >= p.loop_events)
         | ((F.col("unstable_ratio") >= p.loop_unstable_ratio) & ~F.col("legitimate_churn"))
     )
