@@ -75,7 +75,9 @@ def rebalance_events(ctx: Context) -> DataFrame:
             F.col("group_epoch").isNotNull() & before("group_epoch").isNotNull(),
             F.greatest(F.col("group_epoch") - before("group_epoch"), F.lit(0)),
         )
-        .when(F.size("rebalance_gens") > 0, F.size("rebalance_gens"))
+        # A series' first snapshot has no previous one: the generations it lists
+        # happened before the agent watched (the group being created, say).
+        .when((F.size("rebalance_gens") > 0) & before("t").isNotNull(), F.size("rebalance_gens"))
     )
     changed_between_polls = (
         ~F.col("rebalancing")

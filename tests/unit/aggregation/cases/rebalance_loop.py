@@ -192,6 +192,17 @@ CASES = [
         at=T0 + 40,
     ),
     Case(
+        "loop-history-before-first-poll",
+        "the agent's first snapshot of a group lists the five generations it went through "
+        "before (its creation, members joining); Stable and quiet since: nothing to count",
+        KIND,
+        _history(
+            "loop-history-before-first-poll",
+            lambda s: Poll(members=[_thread("pA"), _thread("pB")], rebalances=5 if s == 0 else 0),
+        ),
+        at=T0 + 100,
+    ),
+    Case(
         "loop-group-never-settles",
         "first seen rebalancing and not once Stable in 15 minutes: forming does not take "
         "longer than the loop window, this is a loop",
