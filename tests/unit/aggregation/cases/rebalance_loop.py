@@ -77,8 +77,8 @@ def _never_settles(s: float) -> Poll:
 
 def _lone_member_poll_timeouts(s: float) -> Poll:
     # A one-thread application overruns max.poll.interval.ms: its only member leaves (the
-    # group is Empty), then re-joins under a new id, every 40 s. Each re-join forms the
-    # group again, which explains nothing when it is the same thread again and again.
+    # group is Empty), then re-joins under a new id, every 40 s. The agent saw the group
+    # form (Empty first), but re-forming again and again is no forming.
     k = int(s // 40)
     if s % 40 < 20:
         return Poll("Empty", [], 2 * k)
@@ -178,8 +178,8 @@ CASES = [
     ),
     Case(
         "loop-group-forms",
-        "a new group formed: five generations in its first minute, all explained by the two "
-        "members that joined it (the agent saw the group before it was Stable): legitimate",
+        "a new group formed: five generations in its first minute before it was first "
+        "Stable (the agent saw it form): the rebalances of forming, not a loop",
         KIND,
         _history("loop-group-forms", _group_forms),
     ),
@@ -212,8 +212,8 @@ CASES = [
     ),
     Case(
         "loop-lone-member-poll-timeouts",
-        "the only thread leaves and re-joins under a new id every 40 s: the group forms "
-        "again each time, but the same thread re-joining is no scale-out",
+        "the only thread leaves and re-joins under a new id every 40 s, the group Empty in "
+        "between: only its first forming is explained",
         KIND,
         _history("loop-lone-member-poll-timeouts", _lone_member_poll_timeouts),
         expect=[Expect("warning")],
