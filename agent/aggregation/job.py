@@ -298,7 +298,12 @@ class AggregationJob:
         late = sum(1 for key in inventory.snapshots if key[3] < horizon)
         result = None
         if to_evaluate:
-            snapshots = prepare(self.history.read(batch_id, horizon))
+            # Each evaluation looks back from its own time: a batch spanning more event
+            # time than the retention's margin (a slow or catching-up job) must still
+            # see the full look-back of its oldest evaluation.
+            oldest = min(key[3] for key in to_evaluate)
+            read_from = min(horizon, oldest - self.params.history_retention)
+            snapshots = prepare(self.history.read(batch_id, read_from))
             evaluations = self.spark.createDataFrame(to_evaluate, list(KEY_COLUMNS))
             result = evaluate(snapshots, evaluations, self.params)
             state, events = advance(

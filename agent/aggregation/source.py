@@ -16,8 +16,9 @@ from agent.config.schema import ClusterConfig, KafkaInputConfig, SpoolInputConfi
 from agent.errors import ConfigError
 from agent.transport.spool import DONE
 
-# Recorded snapshots: spool files, or any JSON-lines file.
-RECORDING_SUFFIXES = (DONE, ".json", ".ndjson")
+# Recorded snapshots: spool files, or any JSON-lines file, maybe gzipped (Spark's text
+# reader decompresses by the name).
+RECORDING_SUFFIXES = tuple(f"{s}{gz}" for s in (DONE, ".json", ".ndjson") for gz in ("", ".gz"))
 
 
 def recorded_files(paths: Iterable[Path]) -> list[Path]:

@@ -253,14 +253,17 @@ class DetectorsConfig:
 
     @property
     def history_retention(self) -> float:
-        """How much event time the job keeps: the longest look-back of any rule, plus a margin."""
+        """How much event time the job keeps: the longest look-back of any rule, plus a margin.
+
+        The loop rule looks back two windows: one to count in, one more to tell a
+        group that formed in it from a history cut short."""
         longest = max(
             self.evaluation_window,
             self.progress_stall_after,
             self.restore_stall_after,
             self.thread_history,
             self.thread_death_grace,
-            self.loop_window,
+            2 * self.loop_window,
         )
         return longest + self.evaluation_window
 

@@ -14,7 +14,10 @@ of the window, unless that is legitimate churn:
   once, and no newcomer came and went again within the window. Each member
   that joined or left explains up to ``EVENTS_PER_MEMBER_CHANGE`` events
   (the join or leave itself, the follow-up rebalance of cooperative
-  assignment, and one more for the task movements that follow).
+  assignment, and one more for the task movements that follow);
+* a group forming as the agent first sees it (its first snapshot is in a
+  rebalance): while it forms the rule does not hold, and the rebalances
+  until its first Stable snapshot are explained, within ``loop_window``.
 
 Root-cause hints in the evidence: the same clients re-joining under new
 member ids (processing longer than ``max.poll.interval.ms``), identities that
@@ -73,7 +76,9 @@ def rebalance_events(ctx: Context) -> DataFrame:
             F.col("group_epoch").isNotNull() & before("group_epoch").isNotNull(),
             F.greatest(F.col("group_epoch") - before("group_epoch"), F.lit(0)),
         )
-        .when(F.size("rebalance_gens") > 0, F.size("rebalance_gens"))
+        # A series' first snapshot has no previous one: the generations it lists
+        # happened before the agent watched (the group being created, say).
+        .when((F.size("rebalance_gens") > 0) & before("t").isNotNull(), F.size("rebalance_gens"))
     )
     changed_between_polls = (
         ~F.col("rebalancing")
@@ -113,7 +118,33 @@ def rebalance_events(ctx: Context) -> DataFrame:
         & F.coalesce(F.col("probe_announced"), F.lit(False))
         & F.coalesce(F.col("members_before") == F.col("members_after"), F.lit(False))
     )
-    return marked.withColumn("probing_events", F.when(probing, F.col("events")).otherwise(0))
+    in_formation = _in_formation(ctx.params.loop_window)
+    return (
+        marked.withColumn("probing_events", F.when(probing, F.col("events")).otherwise(0))
+        .withColumn("forming", in_formation & ~F.col("stable"))
+        .withColumn("formation_events", F.when(in_formation, F.col("events")).otherwise(0))
+        .withColumn(
+            "formation_unstable_seconds",
+            F.when(in_formation, F.col("unstable_seconds")).otherwise(F.lit(0.0)),
+        )
+    )
+
+
+def _in_formation(window: float) -> Column:
+    """The group forming as the agent first sees it: its series began with the group
+    rebalancing, and this snapshot is before its first Stable one, or that one (the last
+    step of forming), within ``window`` of the series' start (a group that takes longer
+    to form is looping). A series that began Stable saw the group formed already.
+
+    A history cut mid-rebalance looks like a series beginning: the job keeps twice the
+    loop window (``DetectorsConfig.history_retention``), so a cut is always more than a
+    window before any evaluation's window."""
+    so_far = by_series().rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    before = by_series().rowsBetween(Window.unboundedPreceding, -1)
+    began_unstable = ~F.first("stable").over(so_far)
+    stable_before = F.max(F.col("stable").cast("int")).over(before)
+    young = F.col("t") - F.min("t").over(so_far) <= window
+    return began_unstable & (F.coalesce(stable_before, F.lit(0)) == 0) & young
 
 
 def membership_churn(ctx: Context) -> DataFrame:
@@ -188,7 +219,12 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         evaluated(
             events.withColumn("events_in_window", F.sum("events").over(window))
             .withColumn("probing_in_window", F.sum("probing_events").over(window))
+            .withColumn("formation_in_window", F.sum("formation_events").over(window))
             .withColumn("unstable_in_window", F.sum("unstable_seconds").over(window))
+            .withColumn(
+                "formation_unstable_in_window",
+                F.sum("formation_unstable_seconds").over(window),
+            )
             .withColumn("exact", F.max(F.col("exact_events").isNotNull().cast("int")).over(window))
             .withColumn("window_start", F.min("t").over(window))
             # Members come without metadata mid-rebalance: the largest size seen counts.
@@ -205,11 +241,19 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         F.coalesce(F.col("came_and_went"), F.array()).alias("transients"),
     )
     legitimate = (F.size("rejoins") == 0) & (F.size("transients") == 0) & (F.col("changes") > 0)
-    beyond_probing = F.col("events_in_window") - F.col("probing_in_window")
+    # The rebalances of a group forming (as the agent saw it form) are no loop either.
+    beyond_probing = (
+        F.col("events_in_window") - F.col("probing_in_window") - F.col("formation_in_window")
+    )
     churn_explained = F.when(
         legitimate, F.least(beyond_probing, F.col("changes") * EVENTS_PER_MEMBER_CHANGE)
     ).otherwise(F.lit(0))
     unstable_ratio = F.least(F.col("unstable_in_window") / F.lit(p.loop_window), F.lit(1.0))
+    unstable_beyond_formation = F.least(
+        (F.col("unstable_in_window") - F.col("formation_unstable_in_window"))
+        / F.lit(p.loop_window),
+        F.lit(1.0),
+    )
     metadata_ratio = F.try_divide(F.col("metadata_bytes"), F.col("max_message_bytes"))
     judged = reused(
         judged.select(
@@ -217,13 +261,21 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
             (beyond_probing - churn_explained).alias("unexplained"),
             churn_explained.alias("churn_explained"),
             unstable_ratio.alias("unstable_ratio"),
+            unstable_beyond_formation.alias("unstable_beyond_formation"),
             legitimate.alias("legitimate_churn"),
             metadata_ratio.alias("metadata_ratio"),
         )
     )
     holds = judged.where(
-        (F.col("unexplained") >= p.loop_events)
-        | ((F.col("unstable_ratio") >= p.loop_unstable_ratio) & ~F.col("legitimate_churn"))
+        # A group the agent sees forming is not looping (yet): see ``_in_formation``.
+        ~F.col("forming")
+        & (
+            (F.col("unexplained") >= p.loop_events)
+            | (
+                (F.col("unstable_beyond_formation") >= p.loop_unstable_ratio)
+                & ~F.col("legitimate_churn")
+            )
+        )
     )
     cause = (
         F.when(
@@ -245,18 +297,20 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         kind=KIND,
         severity=F.lit("warning"),
         explanation=F.format_string(
-            "group %s rebalanced %d times in %.0f s (%d explained by probing or membership "
-            "changes) and was not Stable %.0f%% of the time; likely cause: %s",
+            "group %s rebalanced %d times in %.0f s (%d explained by probing, the group "
+            "forming or membership changes) and was not Stable %.0f%% of the time; likely "
+            "cause: %s",
             F.col("group"),
             F.col("events_in_window"),
             F.lit(p.loop_window),
-            F.col("probing_in_window") + F.col("churn_explained"),
+            F.col("probing_in_window") + F.col("formation_in_window") + F.col("churn_explained"),
             F.col("unstable_ratio") * 100,
             F.col("cause"),
         ),
         evidence=F.struct(
             F.col("events_in_window").alias("rebalances"),
             F.col("probing_in_window").alias("probing_rebalances"),
+            F.col("formation_in_window").alias("group_forming_rebalances"),
             F.col("churn_explained").alias("explained_by_membership_changes"),
             F.col("unexplained").alias("unexplained_rebalances"),
             F.col("changes").alias("member_changes"),

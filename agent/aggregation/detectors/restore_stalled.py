@@ -10,8 +10,11 @@ overshoots and may never reach 0 (KAFKA-20711).
 From the broker only (a suspicion, warning): a member holds an active
 stateful task whose reported offset sum is more than
 ``acceptable_recovery_lag`` below its changelogs' end offsets, and the task's
-input partitions show lag growing with no commit for ``progress_stall_after``
-while the group stays Stable.
+input partitions show no commit for ``progress_stall_after`` while the group
+stays Stable and their lag grows, or, when the member (stream thread)
+commits nothing at all, the lag of its other input partitions grows: a
+restore that blocks the thread's state updater holds the tasks queued
+behind it too, so nothing reaches the restoring task's own input.
 
 Which changelog belongs to which task is not in the group's data. A changelog
 ``<app>-<store>-changelog`` belongs to the sub-topology whose tasks read
@@ -156,11 +159,28 @@ def _broker(ctx: Context) -> tuple[DataFrame, DataFrame, DataFrame]:
         .where(F.col("backlog") > 0)
     )
     behind = reused(behind)
-    sources = tasks.select(*KEYS, "member_id", "unit", "topic", "partition").join(
+    # Every input partition of a member holding a task that is behind: when the whole
+    # stream thread is stuck (its state updater blocks the tasks queued behind the
+    # restoring one), nothing reaches the restoring task's own input, and the lag piles
+    # up upstream, on the thread's other partitions.
+    member_sources = tasks.select(*KEYS, "member_id", "unit", "topic", "partition").join(
+        behind.select(*KEYS, "member_id").distinct(), [*KEYS, "member_id"], "left_semi"
+    )
+    sources = member_sources.join(
         behind.select(*KEYS, "member_id", "unit"), [*KEYS, "member_id", "unit"], "left_semi"
     )
-    progress = _commit_progress(ctx, sources)
+    progress = reused(_commit_progress(ctx, member_sources))
     stable = _stable_since(ctx)
+    per_member = (
+        member_sources.select(*KEYS, "member_id", "topic", "partition")
+        .distinct()
+        .join(progress, [*KEYS, "topic", "partition"])
+        .groupBy(*KEYS, "member_id")
+        .agg(
+            F.max("commit_since").alias("member_last_commit_change"),
+            F.sum("lag_growth").alias("member_lag_growth"),
+        )
+    )
     per_task = (
         sources.join(progress, [*KEYS, "topic", "partition"])
         .groupBy(*KEYS, "member_id", "unit")
@@ -178,13 +198,21 @@ def _broker(ctx: Context) -> tuple[DataFrame, DataFrame, DataFrame]:
             ).alias("input_partitions"),
         )
     )
-    judged = reused(behind.join(per_task, [*KEYS, "member_id", "unit"]).join(stable, list(KEYS)))
+    judged = reused(
+        behind.join(per_task, [*KEYS, "member_id", "unit"])
+        .join(per_member, [*KEYS, "member_id"])
+        .join(stable, list(KEYS))
+    )
     quiet_for = F.col("t") - F.greatest(F.col("last_commit_change"), F.col("stable_since"))
+    thread_quiet_for = F.col("t") - F.greatest(
+        F.col("member_last_commit_change"), F.col("stable_since")
+    )
+    thread_stuck = (thread_quiet_for >= p.progress_stall_after) & (F.col("member_lag_growth") > 0)
     holds = judged.where(
         (F.col("backlog") > p.acceptable_recovery_lag)
         & F.col("stable")
         & (quiet_for >= p.progress_stall_after)
-        & (F.col("input_lag_growth") > 0)
+        & ((F.col("input_lag_growth") > 0) | thread_stuck)
     )
     found = candidates(
         holds,
@@ -195,14 +223,19 @@ def _broker(ctx: Context) -> tuple[DataFrame, DataFrame, DataFrame]:
         since=F.col("t") - quiet_for,
         explanation=F.format_string(
             "task %s on instance %s looks stuck restoring: %d changelog records behind (%s), no "
-            "commit on its input for %.0f s while its lag grew by %d and the group stayed "
+            "commit on its input for %.0f s while %s grew by %d and the group stayed "
             "Stable; check that instance's restore (disk, throttles, broker quotas)",
             F.col("unit"),
             F.col("process"),
             F.col("backlog"),
             _bytes(_backlog_bytes()),
             quiet_for,
-            F.col("input_lag_growth"),
+            F.when(F.col("input_lag_growth") > 0, F.lit("its lag")).otherwise(
+                F.lit("the lag of its stream thread, which commits nothing,")
+            ),
+            F.when(F.col("input_lag_growth") > 0, F.col("input_lag_growth")).otherwise(
+                F.col("member_lag_growth")
+            ),
         ),
         evidence=F.struct(
             F.lit("broker").alias("source"),
@@ -217,6 +250,8 @@ def _broker(ctx: Context) -> tuple[DataFrame, DataFrame, DataFrame]:
             rounded(quiet_for).alias("seconds_without_commit"),
             "input_lag_growth",
             "input_partitions",
+            F.col("member_lag_growth").alias("thread_input_lag_growth"),
+            rounded(thread_quiet_for).alias("thread_seconds_without_commit"),
         ),
     )
     # Restoring, as far as the broker can tell: behind at the last rebalance and no

@@ -21,10 +21,12 @@ class Poll:
     rebalances: int = 0  # exact events read from __consumer_offsets since the last poll
 
 
-def _history(group: str, poll: Callable[[float], Poll], step: float = 20) -> list[Snapshot]:
-    """Polls every ``step`` s for 10 minutes (the loop window)."""
+def _history(
+    group: str, poll: Callable[[float], Poll], step: float = 20, until: float = 600
+) -> list[Snapshot]:
+    """Polls every ``step`` s for 10 minutes (the loop window), or ``until``."""
     snapshots = []
-    for t in times(0, 600, step):
+    for t in times(0, until, step):
         p = poll(t - T0)
         snapshots.append(
             snapshot(
@@ -56,6 +58,31 @@ def _poll_timeouts(s: float) -> Poll:
     if s % 60 < 20:
         return Poll("PreparingRebalance", _undecoded("x", "y"))
     return Poll(members=[_thread("pA", 1, k), _thread("pB")])
+
+
+def _group_forms(s: float) -> Poll:
+    # A new application's two instances start: the agent first sees the group rebalancing,
+    # and it goes through five generations in its first minute (one instance joins, the
+    # other, cooperative follow-ups) before it is Stable, then stays.
+    if s < 60:
+        return Poll("PreparingRebalance", _undecoded("x", "y"), 1 + 2 * int(s // 20))
+    return Poll(members=[_thread("pA"), _thread("pB")], generation=6)
+
+
+def _never_settles(s: float) -> Poll:
+    # First seen rebalancing, and never Stable since: a new generation every 20 s for 15
+    # minutes, longer than a group takes to form.
+    return Poll("PreparingRebalance", _undecoded("x", "y"), 1 + int(s // 20))
+
+
+def _lone_member_poll_timeouts(s: float) -> Poll:
+    # A one-thread application overruns max.poll.interval.ms: its only member leaves (the
+    # group is Empty), then re-joins under a new id, every 40 s. The agent saw the group
+    # form (Empty first), but re-forming again and again is no forming.
+    k = int(s // 40)
+    if s % 40 < 20:
+        return Poll("Empty", [], 2 * k)
+    return Poll(members=[_thread("pA", 1, k)], generation=2 * k + 1)
 
 
 def _probing(s: float) -> Poll:
@@ -142,9 +169,53 @@ CASES = [
     Case(
         "loop-poll-timeouts",
         "pA's thread re-joins under a new member id every minute (no old member lingers): "
-        "processing exceeds max.poll.interval.ms",
+        "processing exceeds max.poll.interval.ms (the group forming in the window explains "
+        "nothing of that)",
         KIND,
         _history("loop-poll-timeouts", _poll_timeouts),
+        expect=[Expect("warning")],
+        check=_check_cause("max.poll.interval.ms"),
+    ),
+    Case(
+        "loop-group-forms",
+        "a new group formed: five generations in its first minute before it was first "
+        "Stable (the agent saw it form): the rebalances of forming, not a loop",
+        KIND,
+        _history("loop-group-forms", _group_forms),
+    ),
+    Case(
+        "loop-group-forming",
+        "a new group still forming, four generations and not Stable yet, 40 s after the "
+        "agent first saw it: not a loop (yet)",
+        KIND,
+        _history("loop-group-forming", _group_forms),
+        at=T0 + 40,
+    ),
+    Case(
+        "loop-history-before-first-poll",
+        "the agent's first snapshot of a group lists the five generations it went through "
+        "before (its creation, members joining); Stable and quiet since: nothing to count",
+        KIND,
+        _history(
+            "loop-history-before-first-poll",
+            lambda s: Poll(members=[_thread("pA"), _thread("pB")], rebalances=5 if s == 0 else 0),
+        ),
+        at=T0 + 100,
+    ),
+    Case(
+        "loop-group-never-settles",
+        "first seen rebalancing and not once Stable in 15 minutes: forming does not take "
+        "longer than the loop window, this is a loop",
+        KIND,
+        _history("loop-group-never-settles", _never_settles, until=900),
+        expect=[Expect("warning")],
+    ),
+    Case(
+        "loop-lone-member-poll-timeouts",
+        "the only thread leaves and re-joins under a new id every 40 s, the group Empty in "
+        "between: only its first forming is explained",
+        KIND,
+        _history("loop-lone-member-poll-timeouts", _lone_member_poll_timeouts),
         expect=[Expect("warning")],
         check=_check_cause("max.poll.interval.ms"),
     ),

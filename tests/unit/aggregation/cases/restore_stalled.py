@@ -64,6 +64,43 @@ def _count_app(
     return snapshots
 
 
+def _one_thread_app(group: str, *, upstream_commits: bool) -> list[Snapshot]:
+    """The count app on one stream thread: 0_0 reads ``in`` (30 s polls, 10 minutes),
+    1_0 has no local state for 50000 changelog records, and nothing reaches its input
+    (the repartition topic) after the first minute, so 1_0's own input shows no lag.
+    ``in`` keeps receiving records; its commits stop too unless ``upstream_commits``."""
+    repartition = f"{group}-counts-repartition"
+    snapshots = []
+    for t in times(0, 600, 30):
+        s = t - T0
+        end = 1000 + round(10 * s)
+        committed = 1000 + round(5 * s) if upstream_commits else 1000 + round(10 * min(s, 60))
+        member = streams_member("pA", 1, {"0_0": [("in", 0)], "1_0": [(repartition, 0)]})
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=[member],
+                partitions=[
+                    partition("in", 0, end=end, committed=committed),
+                    partition(repartition, 0, end=1600, committed=1600),
+                ],
+                topics=[
+                    TopicInfo(repartition, 1, internal_kind="repartition", consumed=True),
+                    changelog(f"{group}-counts-changelog", [50_000], size_bytes=5_000_000),
+                ],
+            )
+        )
+    return snapshots
+
+
+def _check_thread_stuck(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    assert found.evidence["input_lag_growth"] == 0, "nothing reaches 1_0's own input"
+    assert found.evidence["thread_input_lag_growth"] > 0
+    assert "the lag of its stream thread" in found.explanation
+
+
 def _two_stores(
     group: str, offset_sums: Mapping[str, int], stores: Sequence[str]
 ) -> list[Snapshot]:
@@ -187,6 +224,23 @@ CASES = [
         "no commit, but no new records either: an idle task, not a stuck restore",
         KIND,
         _count_app("restore-broker-no-traffic", input_rate=0.0),
+    ),
+    Case(
+        "restore-broker-whole-thread-stuck",
+        "task 1_0 has no local state for 50000 records; its state updater is stuck, so the "
+        "thread commits nothing for 9 minutes: nothing reaches 1_0's input, but the thread's "
+        "lag on `in` grows",
+        KIND,
+        _one_thread_app("restore-broker-whole-thread-stuck", upstream_commits=False),
+        expect=[Expect("warning", "pA", task="1_0")],
+        check=_check_thread_stuck,
+    ),
+    Case(
+        "restore-broker-idle-input-busy-thread",
+        "task 1_0 looks behind and its input is idle, but the thread keeps committing on "
+        "`in` (slowly, its lag grows): it processes, so no restore holds it",
+        KIND,
+        _one_thread_app("restore-broker-idle-input-busy-thread", upstream_commits=True),
     ),
     Case(
         "restore-broker-unknown-mapping",
