@@ -106,6 +106,7 @@ def _chunks(items: list, parts: int) -> list[list]:  # type: ignore[type-arg]
     return [items[i * size : (i + 1) * size] for i in range(parts)]
 
 
+@pytest.mark.timeout(1500)  # two cold job JVMs in one test; pyproject's 600 s is per test
 def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_findings(
     kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -144,14 +145,16 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
 
     job = start()
     try:
-        wait_until(lambda: batches_done() >= 1, timeout=240, what="the first micro-batch")
+        # A fresh job JVM's first micro-batch plans and compiles every detector: it took over
+        # 4 minutes on this 2-core machine under load. A condition, not a sleep.
+        wait_until(lambda: batches_done() >= 1, timeout=600, what="the first micro-batch")
         os.killpg(job.pid, signal.SIGKILL)  # most likely in the middle of the second batch
         job.wait(timeout=30)
         killed_at = batches_done()
         job = start()
         wait_until(
             lambda: published_through() >= len(paths) - 1,
-            timeout=400,
+            timeout=600,
             what=f"all {len(paths)} micro-batches published after the restart",
         )
     finally:
