@@ -16,6 +16,7 @@ from agent.errors import ConfigError
 from agent.model.findings import Finding, current_findings
 
 if TYPE_CHECKING:
+    from agent.aggregation.job import AggregationJob
     from agent.aggregation.replay import ReplayResult
 
 log = logging.getLogger(__name__)
@@ -76,23 +77,29 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
     previous = {
         sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
-    failures = 0
     try:
         job.start()
-        while not done.is_set():
-            if not job.await_termination(1.0):
-                continue
-            reason = job.failure()
-            if reason is None:
-                break
-            wait = _RESTART_BACKOFF[min(failures, len(_RESTART_BACKOFF) - 1)]
-            failures += 1
-            log.error("the streaming query failed (%s); restarting in %.0fs", reason, wait)
-            if done.wait(wait):
-                break
-            job.start_query()
+        keep_running(job, done)
     finally:
         job.stop()
         spark.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def keep_running(job: "AggregationJob", done: threading.Event) -> None:
+    """Until ``done`` is set: whenever the started job's query fails (a micro-batch
+    raised, Kafka was unreachable), start it again from its checkpoint after a back-off."""
+    failures = 0
+    while not done.is_set():
+        if not job.await_termination(1.0):
+            continue
+        reason = job.failure()
+        if reason is None:
+            break
+        wait = _RESTART_BACKOFF[min(failures, len(_RESTART_BACKOFF) - 1)]
+        failures += 1
+        log.error("the streaming query failed (%s); restarting in %.0fs", reason, wait)
+        if done.wait(wait):
+            break
+        job.start_query()

@@ -18,6 +18,9 @@ log = logging.getLogger(__name__)
 
 _RETENTION_MS = 7 * 24 * 3600 * 1000
 _LOOK_BACK_RECORDS = 2000  # per partition, when checking what a crashed batch already sent
+# The producer's delivery timeout (kafka-python's default, 120 s) and some: by then every
+# record it holds was delivered or given up on.
+_SETTLE_SECONDS = 150.0
 
 
 class FindingsTopicError(KsmonError):
@@ -75,8 +78,8 @@ class FindingsPublisher:
             return 0
         producer = self._ensure_producer()
         futures = [producer.send(self.topic, key=e.key, value=e.to_json()) for e in events]
-        producer.flush(timeout=30)
         try:
+            producer.flush(timeout=30)
             for future in futures:
                 future.get(timeout=30)
         except Exception as e:
@@ -91,11 +94,19 @@ class FindingsPublisher:
         wanted = {e.event_id for e in events}
         if not wanted:
             return set()
+        self._settle()
         found = set()
         for event in _recent_events(self.settings, self.topic, _LOOK_BACK_RECORDS):
             if event.event_id in wanted:
                 found.add(event.event_id)
         return found
+
+    def _settle(self) -> None:
+        """Let the records of an earlier ``publish`` that failed (the broker was away) be
+        delivered or expire first: landing after the look at the topic, they would be
+        published twice."""
+        if self._producer is not None:
+            self._producer.flush(timeout=_SETTLE_SECONDS)
 
     def close(self) -> None:
         producer, self._producer = self._producer, None

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
+from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from agent.aggregation.evaluate import evaluate, prepare
@@ -227,10 +228,15 @@ class AggregationJob:
         return None if error is None else str(error).strip().splitlines()[0][:500]
 
     def await_termination(self, timeout: float | None = None) -> bool:
+        """Whether the query has stopped within ``timeout``, failed or not: a failure is
+        for ``failure`` to tell (pyspark raises it here, which would end the caller)."""
         query = self._query
         if query is None:
             return True
-        return bool(query.awaitTermination(timeout))  # type: ignore[attr-defined]
+        try:
+            return bool(query.awaitTermination(timeout))  # type: ignore[attr-defined]
+        except StreamingQueryException:
+            return True
 
     def process_available(self) -> None:
         """Block until every snapshot available now has been processed (tests, demos)."""

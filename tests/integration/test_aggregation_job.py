@@ -20,7 +20,7 @@ from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
-from tests.support.aggregation import active_findings, job_config, scrape, write_spool
+from tests.support.aggregation import active_findings, in_chunks, job_config, scrape, write_spool
 from tests.support.streams import unique_name
 from tests.unit.aggregation.cases import hot_partitions, rebalance_loop
 
@@ -101,21 +101,13 @@ def test_the_job_reads_the_snapshot_topic(
     ]
 
 
-def _chunks(items: list, parts: int) -> list[list]:  # type: ignore[type-arg]
-    size = -(-len(items) // parts)
-    return [items[i * size : (i + 1) * size] for i in range(parts)]
-
-
-@pytest.mark.timeout(1500)  # two cold job JVMs in one test; pyproject's 600 s is per test
 def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_findings(
     kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
 ) -> None:
     spool = tmp_path / "spool"
     files = [
         hot + loop
-        for hot, loop in zip(
-            _chunks(list(HOT.snapshots), 4), _chunks(list(LOOP.snapshots), 4), strict=True
-        )
+        for hot, loop in zip(in_chunks(HOT.snapshots, 4), in_chunks(LOOP.snapshots, 4), strict=True)
     ]
     paths = write_spool(spool, files)
     config = job_config(
@@ -143,19 +135,25 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
         marker = ledger / "published.json"
         return int(json.loads(marker.read_text())["through"]) if marker.exists() else -1
 
+    def exited() -> str | None:
+        code = job.poll()
+        return None if code is None else f"ksmon aggregate exited with {code}; see {log.name}"
+
     job = start()
     try:
-        # A fresh job JVM's first micro-batch plans and compiles every detector: it took over
-        # 4 minutes on this 2-core machine under load. A condition, not a sleep.
-        wait_until(lambda: batches_done() >= 1, timeout=600, what="the first micro-batch")
+        # A fresh job JVM plans and compiles every detector in its first micro-batch.
+        wait_until(
+            lambda: batches_done() >= 1, timeout=300, what="the first micro-batch", abort=exited
+        )
         os.killpg(job.pid, signal.SIGKILL)  # most likely in the middle of the second batch
         job.wait(timeout=30)
         killed_at = batches_done()
         job = start()
         wait_until(
             lambda: published_through() >= len(paths) - 1,
-            timeout=600,
+            timeout=300,
             what=f"all {len(paths)} micro-batches published after the restart",
+            abort=exited,
         )
     finally:
         if job.poll() is None:

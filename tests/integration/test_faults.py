@@ -34,6 +34,7 @@ from agent.embedded.topics import end_offsets
 from agent.model import Snapshot
 from agent.runner import AgentRunner
 from tests.support.agent_process import metric, metric_values, running_agent, scrape
+from tests.support.broker import restore
 from tests.support.kafka_io import commit_offsets, read_all
 from tests.support.streams import unique_name
 
@@ -66,16 +67,6 @@ def group(kafka: EmbeddedKafka) -> str:
 def evidence(text: str) -> None:
     """Measured numbers, for the record: ``pytest -rP`` shows them for passing tests."""
     print(text)  # noqa: T201 - the only output of these tests meant for a person
-
-
-def restore(kafka: EmbeddedKafka) -> None:
-    """Leave the shared broker running and answering, whatever the test did to it."""
-    pid = kafka.process.pid
-    if kafka.process.alive and pid is not None:
-        os.killpg(pid, signal.SIGCONT)
-    if not kafka.process.alive:
-        kafka.launch()
-    kafka.wait_ready(timeout=180)
 
 
 # --- in-process agent: the real runner, with a hook and an observer -------------------------------

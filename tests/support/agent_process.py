@@ -70,12 +70,18 @@ class RunningAgent:
 
 @contextlib.contextmanager
 def running_agent(
-    config: Path, port: int, log: Path, env: dict[str, str] | None = None
+    config: Path,
+    port: int,
+    log: Path,
+    env: dict[str, str] | None = None,
+    *,
+    command: str = "agent",
 ) -> Iterator[RunningAgent]:
-    """``ksmon agent --config CONFIG`` until the block ends (then SIGTERM, and wait)."""
+    """``ksmon <command> --config CONFIG`` (the agent, or the aggregation job) until the
+    block ends (then SIGTERM, and wait)."""
     with log.open("w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "agent", "agent", "--config", str(config)],
+            [sys.executable, "-m", "agent", command, "--config", str(config)],
             stdout=out,
             stderr=subprocess.STDOUT,
             text=True,

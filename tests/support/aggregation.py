@@ -4,6 +4,7 @@ import re
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import yaml
 
@@ -11,6 +12,8 @@ from agent.config import Config, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
 from agent.model import Snapshot
+
+T = TypeVar("T")
 
 
 def job_config(
@@ -63,6 +66,12 @@ def write_spool(directory: Path, files: Sequence[Iterable[Snapshot]]) -> list[Pa
         tmp.replace(path)
         paths.append(path)
     return paths
+
+
+def in_chunks(items: Sequence[T], parts: int) -> list[list[T]]:
+    """``items`` in ``parts`` consecutive chunks of (nearly) equal size, in order."""
+    size = -(-len(items) // parts)
+    return [list(items[i * size : (i + 1) * size]) for i in range(parts)]
 
 
 def scrape(port: int) -> str:
