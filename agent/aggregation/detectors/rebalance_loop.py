@@ -4,8 +4,9 @@ Events: exact generation (or KIP-848 epoch) changes where the snapshots carry
 them, else inferred from consecutive snapshots (the group entered a
 rebalancing state, or its members or assignment changed in between).
 It fires on at least ``loop_events`` unexplained events within
-``loop_window``, or the group not Stable for at least ``loop_unstable_ratio``
-of the window, unless that is legitimate churn:
+``loop_window`` (counted when the group is Stable: mid-rebalance, a newcomer
+that explains it is not visible yet), or the group not Stable for at least
+``loop_unstable_ratio`` of the window, unless that is legitimate churn:
 
 * KIP-441 probing rebalances: the assignment before announced a next
   rebalance and the members are the same after it;
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from agent.aggregation.candidates import Context, Detection, candidates, everywhere, rounded
+from agent.aggregation.candidates import Context, Detection, candidates, rounded, when_stable
 from agent.aggregation.tables import KEYS
 from agent.aggregation.windows import (
     by_series,
@@ -266,16 +267,15 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
             metadata_ratio.alias("metadata_ratio"),
         )
     )
+    # Mid-rebalance the members that explain it are not visible yet (a newcomer comes
+    # undecoded): the rebalances are counted when the group is Stable again.
+    too_many = F.col("stable") & (F.col("unexplained") >= p.loop_events)
+    too_unstable = (F.col("unstable_beyond_formation") >= p.loop_unstable_ratio) & ~F.col(
+        "legitimate_churn"
+    )
     holds = judged.where(
         # A group the agent sees forming is not looping (yet): see ``_in_formation``.
-        ~F.col("forming")
-        & (
-            (F.col("unexplained") >= p.loop_events)
-            | (
-                (F.col("unstable_beyond_formation") >= p.loop_unstable_ratio)
-                & ~F.col("legitimate_churn")
-            )
-        )
+        ~F.col("forming") & (too_many | too_unstable)
     )
     cause = (
         F.when(
@@ -332,4 +332,7 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         F.col("events_in_window").cast("double").alias("events"),
         F.col("unstable_ratio").cast("double").alias("unstable_ratio"),
     )
-    return RebalanceResults(Detection(KIND, found, everywhere(ctx.evaluations)), counts)
+    # Judged when Stable, or when it holds (too unstable): a long rebalance neither
+    # opens nor closes a finding by itself.
+    judged_at = when_stable(ctx.tables, ctx.evaluations)
+    return RebalanceResults(Detection(KIND, found, judged_at), counts)

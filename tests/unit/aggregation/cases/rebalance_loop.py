@@ -70,7 +70,7 @@ def _group_forms(s: float) -> Poll:
 
 
 def _never_settles(s: float) -> Poll:
-    # First seen rebalancing, and never Stable since: a new generation every 20 s for 15
+    # First seen rebalancing, and never Stable since: a new generation every 20 s for 20
     # minutes, longer than a group takes to form.
     return Poll("PreparingRebalance", _undecoded("x", "y"), 1 + int(s // 20))
 
@@ -115,6 +115,17 @@ def _scale_out(s: float) -> Poll:
         members += [_thread("pC", 1), _thread("pC", 2)]
     generation = 10 if s < 300 else 12 if s < 320 else 14
     return Poll(members=members, generation=generation)
+
+
+def _scale_out_joining(s: float) -> Poll:
+    # pC's two threads join at 300 s: four generations before the group is Stable again,
+    # the newcomers undecoded meanwhile.
+    members = [_thread("pA", 1), _thread("pB", 1)]
+    if s < 300:
+        return Poll(members=members, generation=10)
+    if s < 340:
+        return Poll("PreparingRebalance", _undecoded("x", "y", "z", "w"), 12 if s < 320 else 14)
+    return Poll(members=[*members, _thread("pC", 1), _thread("pC", 2)], generation=14)
 
 
 def _crash_loop(s: float) -> Poll:
@@ -174,6 +185,7 @@ CASES = [
         KIND,
         _history("loop-poll-timeouts", _poll_timeouts),
         expect=[Expect("warning")],
+        at=T0 + 580,  # Stable: rebalances are counted when the members are visible
         check=_check_cause("max.poll.interval.ms"),
     ),
     Case(
@@ -204,10 +216,10 @@ CASES = [
     ),
     Case(
         "loop-group-never-settles",
-        "first seen rebalancing and not once Stable in 15 minutes: forming does not take "
+        "first seen rebalancing and not once Stable in 20 minutes: forming does not take "
         "longer than the loop window, this is a loop",
         KIND,
-        _history("loop-group-never-settles", _never_settles, until=900),
+        _history("loop-group-never-settles", _never_settles, until=1200),
         expect=[Expect("warning")],
     ),
     Case(
@@ -217,6 +229,7 @@ CASES = [
         KIND,
         _history("loop-lone-member-poll-timeouts", _lone_member_poll_timeouts),
         expect=[Expect("warning")],
+        at=T0 + 580,
         check=_check_cause("max.poll.interval.ms"),
     ),
     Case(
@@ -239,11 +252,27 @@ CASES = [
         _history("loop-scale-out", _scale_out),
     ),
     Case(
+        "loop-scale-out-mid-rebalance",
+        "four generations while pC's threads join, judged before the group is Stable again: "
+        "the newcomers that explain them are not visible yet, so nothing is counted",
+        KIND,
+        _history("loop-scale-out-mid-rebalance", _scale_out_joining),
+        at=T0 + 320,
+    ),
+    Case(
+        "loop-scale-out-joined",
+        "the same scale-out once Stable: the two newcomers explain the four generations",
+        KIND,
+        _history("loop-scale-out-joined", _scale_out_joining),
+        at=T0 + 360,
+    ),
+    Case(
         "loop-crash-loop",
         "pA restarts every two minutes, its old member lingering each time: a crash loop",
         KIND,
         _history("loop-crash-loop", _crash_loop),
         expect=[Expect("warning")],
+        at=T0 + 580,
         check=_check_cause("crash loop"),
     ),
     Case(
