@@ -115,6 +115,7 @@ def _groups(snapshots: DataFrame) -> DataFrame:
         F.col("s.group.generation").alias("generation"),
         F.col("s.group.group_epoch").alias("group_epoch"),
         F.transform(_array("s.rebalances"), lambda r: r["generation"]).alias("rebalance_gens"),
+        F.transform(_array("s.rebalances"), lambda r: r["at"]).alias("rebalance_ats"),
         F.size(members).alias("member_count"),
         F.array_sort(F.transform(members, lambda m: m["member_id"])).alias("member_ids"),
         F.array_sort(F.array_distinct(F.filter(process_ids, lambda p: p.isNotNull()))).alias(

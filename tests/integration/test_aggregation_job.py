@@ -21,8 +21,9 @@ from agent.embedded.load import produce
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from tests.support.aggregation import active_findings, in_chunks, job_config, scrape, write_spool
+from tests.support.snapshots import partition, snapshot, streams_member
 from tests.support.streams import unique_name
-from tests.unit.aggregation.cases import hot_partitions, rebalance_loop
+from tests.unit.aggregation.cases import T0, hot_partitions, rebalance_loop, times
 
 pytestmark = pytest.mark.integration
 
@@ -171,3 +172,55 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
         (e.event, e.finding.key, e.at) for e in replayed.events
     ), f"the restarted job (killed after {killed_at} batches) disagrees with a replay"
     assert {e.finding.kind for e in published} == {"hot_partitions_colocated", "rebalance_loop"}
+
+
+def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    # One micro-batch brings 5 minutes of polls (a job catching up). Of those, it evaluates
+    # the last 130 s (its retention: the 2-minute thread history and a 10 s window); the
+    # oldest of those evaluations looks back 2 minutes, to pB leaving the group.
+    group = "long-batch-instance-gone"
+    snapshots = [
+        snapshot(
+            group,
+            t,
+            members=[
+                streams_member("pA", 1),
+                *([streams_member("pB", 1)] if t - T0 < 100 else []),
+            ],
+            partitions=[partition("in", 0, end=1000)],
+        )
+        for t in times(0, 300, 10)
+    ]
+    write_spool(tmp_path / "spool", [snapshots])
+    detectors: dict[str, object] = {
+        "evaluation_window": "10s",
+        "thread_history": "2m",
+        "thread_death_grace": "30s",
+        "loop_window": "1m",
+        "progress_stall_after": "1m",
+        "restore_stall_after": "1m",
+    }
+    config = job_config(
+        kafka,
+        tmp_path,
+        findings_topic=unique_name("findings"),
+        spool=tmp_path / "spool",
+        detectors=detectors,
+    )
+    assert config.aggregation.detectors.history_retention == 130
+    job = AggregationJob(config, spark)
+    job.start()
+    try:
+        job.process_available()
+    finally:
+        job.stop()
+    findings = config.aggregation.findings
+    assert findings is not None
+    opened = [
+        (e.finding.kind, e.finding.subject.process, e.at)
+        for e in read_events(kafka_client_settings(config.cluster("local")), findings.topic)
+        if e.event == "open" and e.finding.kind == "stream_threads_dead"
+    ]
+    assert opened == [("stream_threads_dead", "pB", T0 + 170)], "pB left at 90 s, 80 s before"

@@ -3,6 +3,8 @@
 Events: exact generation (or KIP-848 epoch) changes where the snapshots carry
 them, else inferred from consecutive snapshots (the group entered a
 rebalancing state, or its members or assignment changed in between).
+Generations that happened before the agent first polled the group (listed by
+its first snapshot, or later with a time before that poll) are not counted.
 It fires on at least ``loop_events`` unexplained events within
 ``loop_window`` (counted when the group is Stable: mid-rebalance, a newcomer
 that explains it is not visible yet), or the group not Stable for at least
@@ -78,8 +80,20 @@ def rebalance_events(ctx: Context) -> DataFrame:
             F.greatest(F.col("group_epoch") - before("group_epoch"), F.lit(0)),
         )
         # A series' first snapshot has no previous one: the generations it lists
-        # happened before the agent watched (the group being created, say).
-        .when((F.size("rebalance_gens") > 0) & before("t").isNotNull(), F.size("rebalance_gens"))
+        # happened before the agent watched (the group being created, say). So did
+        # those a later snapshot lists with a time before the series' first poll: the
+        # agent may learn a group's generations a poll or two after its members (seen
+        # live: a group created just before, Stable with no generation for two polls,
+        # then generations 0-2 at once, two of them from before the first poll).
+        .when(
+            (F.size("rebalance_gens") > 0) & before("t").isNotNull(),
+            F.size(
+                F.filter(
+                    "rebalance_ats",
+                    lambda at: F.coalesce(at >= F.col("series_start"), F.lit(True)),
+                )
+            ),
+        )
     )
     changed_between_polls = (
         ~F.col("rebalancing")
@@ -97,7 +111,10 @@ def rebalance_events(ctx: Context) -> DataFrame:
     )
     stable_members = F.when(F.col("stable"), F.col("member_ids"))
     marked = (
-        g.withColumn("exact_events", exact)
+        g.withColumn(
+            "series_start", F.min("t").over(order.rowsBetween(Window.unboundedPreceding, 0))
+        )
+        .withColumn("exact_events", exact)
         .withColumn("events", F.coalesce(F.col("exact_events"), inferred))
         .withColumn("members_before", F.last(stable_members, ignorenulls=True).over(previous))
         .withColumn(

@@ -19,6 +19,8 @@ class Poll:
     members: list[MemberInfo] = field(default_factory=list)
     generation: int | None = None
     rebalances: int = 0  # exact events read from __consumer_offsets since the last poll
+    # Exact events with their own times: (generation, seconds from the first poll).
+    listed: tuple[tuple[int, float], ...] = ()
 
 
 def _history(
@@ -36,7 +38,8 @@ def _history(
                 partitions=[partition("in", 0, end=100)],
                 state=p.state,
                 generation=p.generation,
-                rebalances=[RebalanceEvent(1, t - 1) for _ in range(p.rebalances)],
+                rebalances=[RebalanceEvent(1, t - 1) for _ in range(p.rebalances)]
+                + [RebalanceEvent(gen, T0 + at) for gen, at in p.listed],
             )
         )
     return snapshots
@@ -67,6 +70,17 @@ def _group_forms(s: float) -> Poll:
     if s < 60:
         return Poll("PreparingRebalance", _undecoded("x", "y"), 1 + 2 * int(s // 20))
     return Poll(members=[_thread("pA"), _thread("pB")], generation=6)
+
+
+def _generations_learnt_late(s: float) -> Poll:
+    # Seen live: the group was created just before the agent started; its first polls
+    # show it Stable without a generation, then one lists generations 0-3 at once, three
+    # of them from before the first poll.
+    members = [_thread("pA"), _thread("pB")]
+    if s < 40:
+        return Poll(members=members)
+    listed = ((0, -3.0), (1, -2.0), (2, -1.0), (3, 30.0)) if s == 40 else ()
+    return Poll(members=members, generation=3, listed=listed)
 
 
 def _never_settles(s: float) -> Poll:
@@ -212,6 +226,14 @@ CASES = [
             "loop-history-before-first-poll",
             lambda s: Poll(members=[_thread("pA"), _thread("pB")], rebalances=5 if s == 0 else 0),
         ),
+        at=T0 + 100,
+    ),
+    Case(
+        "loop-generations-learnt-late",
+        "a later snapshot lists four generations, three of them from before the agent's "
+        "first poll: those happened before it watched; one rebalance is no loop",
+        KIND,
+        _history("loop-generations-learnt-late", _generations_learnt_late),
         at=T0 + 100,
     ),
     Case(

@@ -1,0 +1,63 @@
+"""The live scenarios again, from their recordings: what the agent saw of each real run
+(``tests/recordings/``), replayed through ``ksmon aggregate --replay``'s code path on
+real Spark, must come to the same outcome as the live job did: each problem's finding
+with the instance, thread and tasks the app itself named, and nothing for the healthy
+runs. All recordings replay in one evaluation (each is its own group)."""
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from agent.aggregation.replay import ReplayResult, replay
+from agent.config import load_config
+from agent.model.findings import FindingEvent
+from tests.support.live_scenarios import (
+    EXPECTED,
+    HEALTHY,
+    PROBLEMS,
+    RECORDINGS,
+    REPLAY_CONFIG,
+    describe,
+    first_open,
+    load_facts,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def replayed(spark: SparkSession) -> ReplayResult:
+    config = load_config(RECORDINGS / REPLAY_CONFIG)
+    recordings = [RECORDINGS / scenario for scenario in (*PROBLEMS, *HEALTHY)]
+    return replay(spark, recordings, config.aggregation.detectors)
+
+
+def _events(result: ReplayResult, recording: Path) -> list[FindingEvent]:
+    group = load_facts(recording).group
+    return [e for e in result.events if e.finding.group == group]
+
+
+def test_every_recorded_snapshot_is_replayed(replayed: ReplayResult) -> None:
+    assert replayed.quarantined == {}
+    assert replayed.snapshots == sum(
+        load_facts(RECORDINGS / scenario).snapshots for scenario in (*PROBLEMS, *HEALTHY)
+    )
+
+
+@pytest.mark.parametrize("scenario", PROBLEMS)
+def test_a_recorded_problem_is_found_with_its_subject(
+    replayed: ReplayResult, scenario: str
+) -> None:
+    facts = load_facts(RECORDINGS / scenario)
+    events = _events(replayed, RECORDINGS / scenario)
+    for expected in EXPECTED[scenario]:
+        event = first_open(events, expected)
+        assert event is not None, f"{scenario}: no {expected.what} in {describe(events)}"
+        expected.check(event.finding, facts)
+
+
+@pytest.mark.parametrize("scenario", HEALTHY)
+def test_a_recorded_healthy_run_finds_nothing(replayed: ReplayResult, scenario: str) -> None:
+    events = _events(replayed, RECORDINGS / scenario)
+    assert events == [], describe(events)

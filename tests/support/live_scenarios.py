@@ -1,0 +1,170 @@
+"""The live detector scenarios' expectations and recordings, shared by the live test
+(``tests/integration/test_detectors_live.py``) and the replay of its recordings
+(``tests/integration/test_recordings_replay.py``), so both judge the job's findings
+by the same rules.
+
+The ground truth is what the fixture app says about itself (its oracle): which
+instance (process id) holds the hot tasks, which one restarts with an empty state
+directory, which one the poison pill kills. A scenario's ``Facts`` carry it from
+the live run into its recording.
+"""
+
+import gzip
+import json
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from agent.model.findings import Finding, FindingEvent
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
+SNAPSHOTS_FILE = "snapshots.jsonl.gz"
+FACTS_FILE = "scenario.yaml"
+REPLAY_CONFIG = "ksmon.yaml"
+
+PROBLEMS = ("hot", "restore", "poison", "loop")
+HEALTHY = ("steady", "rolling", "scale")
+
+
+@dataclass(frozen=True)
+class Facts:
+    """One scenario's group and what its app said about itself."""
+
+    scenario: str
+    group: str
+    process: str | None = None  # the instance the finding must name
+    tasks: tuple[str, ...] = ()  # the tasks it must name
+    snapshots: int = 0  # in its recording
+
+
+@dataclass(frozen=True)
+class Expected:
+    """A finding a problem scenario must open: which one (``matches``), then its subject
+    and evidence (``check``, which raises AssertionError)."""
+
+    what: str
+    matches: Callable[[Finding], bool]
+    check: Callable[[Finding, Facts], None] = field(default=lambda _f, _facts: None)
+
+
+def _hot_member(f: Finding, facts: Facts) -> None:
+    assert f.subject.process == facts.process, f"the hot member is on {facts.process}: {f}"
+    assert f.subject.thread == 1, f"each instance runs one stream thread: {f}"
+    assert {u["unit"] for u in f.evidence["hot_units"]} == set(facts.tasks), f.evidence
+    assert f.evidence["suggested_move"]["unit"] in facts.tasks, f.evidence
+
+
+def _hot_instance(f: Finding, facts: Facts) -> None:
+    assert f.subject.process == facts.process, f"the hot instance is {facts.process}: {f}"
+    assert {u["unit"] for u in f.evidence["hot_units"]} == set(facts.tasks), f.evidence
+
+
+def _restore(f: Finding, facts: Facts) -> None:
+    assert f.subject.process == facts.process, f"{facts.process} restores: {f}"
+    assert f.subject.task is not None
+    assert f.subject.task.startswith("1_"), f"the count store's sub-topology restores: {f}"
+    assert f.evidence["source"] == "broker", f.evidence
+
+
+def _poison(f: Finding, facts: Facts) -> None:
+    assert f.subject.process == facts.process, f"the pill killed {facts.process}: {f}"
+    assert f.severity == "info", f"no sidecar: from the broker it may be a scale-down: {f}"
+
+
+def _loop(f: Finding, _facts: Facts) -> None:
+    assert "max.poll.interval.ms" in f.evidence["likely_cause"], f.evidence
+
+
+EXPECTED: Mapping[str, tuple[Expected, ...]] = {
+    "hot": (
+        Expected(
+            "hot_partitions_colocated at member level",
+            lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is not None,
+            _hot_member,
+        ),
+        Expected(
+            "hot_partitions_colocated at instance level",
+            lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is None,
+            _hot_instance,
+        ),
+    ),
+    "restore": (Expected("restore_stalled", lambda f: f.kind == "restore_stalled", _restore),),
+    "poison": (
+        Expected("stream_threads_dead", lambda f: f.kind == "stream_threads_dead", _poison),
+    ),
+    "loop": (Expected("rebalance_loop", lambda f: f.kind == "rebalance_loop", _loop),),
+}
+
+
+def first_open(events: Iterable[FindingEvent], expected: Expected) -> FindingEvent | None:
+    """The first ``open`` event of the finding ``expected`` is about."""
+    return next((e for e in events if e.event == "open" and expected.matches(e.finding)), None)
+
+
+def describe(events: Iterable[FindingEvent]) -> list[tuple[str, str, str, str]]:
+    """Events in a line each, for assertion messages."""
+    return [(e.event, e.finding.kind, e.finding.subject.key, e.finding.explanation) for e in events]
+
+
+# -- recordings --------------------------------------------------------------------------
+
+
+def save_recording(spool: Path, directory: Path, facts: Facts, *, until: float) -> Path:
+    """Write the snapshots of ``facts.group`` polled up to ``until`` from the agent's
+    complete spool files into ``directory`` (gzipped JSON lines, in poll order), with
+    the facts next to them."""
+    lines: list[tuple[float, str]] = []
+    for path in sorted(spool.glob("*.jsonl")):
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            snapshot = json.loads(line)
+            t = float(snapshot["poll"]["started_at"])
+            if snapshot["group"]["group_id"] == facts.group and t <= until:
+                lines.append((t, line))
+    if not lines:
+        raise AssertionError(f"no snapshots of {facts.group} in {spool} to record")
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / SNAPSHOTS_FILE
+    # mtime 0: re-recording the same snapshots gives the same bytes.
+    with (
+        target.open("wb") as raw,
+        gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as out,
+    ):
+        for _t, line in sorted(lines):
+            out.write(line.encode() + b"\n")
+    plain = {**asdict(facts), "tasks": list(facts.tasks), "snapshots": len(lines)}
+    (directory / FACTS_FILE).write_text(yaml.safe_dump(plain, sort_keys=False))
+    return target
+
+
+def load_facts(directory: Path) -> Facts:
+    plain: dict[str, Any] = yaml.safe_load((directory / FACTS_FILE).read_text())
+    return Facts(
+        scenario=str(plain["scenario"]),
+        group=str(plain["group"]),
+        process=plain.get("process"),
+        tasks=tuple(plain.get("tasks") or ()),
+        snapshots=int(plain.get("snapshots") or 0),
+    )
+
+
+def replay_config_text(detectors: Mapping[str, object]) -> str:
+    """A config to replay the recordings with: the detector thresholds they were recorded
+    under (no cluster is contacted by a replay)."""
+    document = {
+        "clusters": [{"name": "local", "bootstrap_servers": ["localhost:9092"]}],
+        "sink": {"type": "none"},
+        "aggregation": {
+            "spark": {"master": "local[2]", "shuffle_partitions": 1},
+            "detectors": dict(detectors),
+        },
+    }
+    header = (
+        "# The thresholds the recordings here were made with (tests/recordings/README.md):\n"
+        "# ksmon aggregate --config tests/recordings/ksmon.yaml --replay tests/recordings/hot\n"
+    )
+    return header + yaml.safe_dump(document, sort_keys=False)
