@@ -154,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     _configure_logging(verbose=args.verbose)
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    # A shell starts `ksmon demo &` (or anything from a non-interactive script) with SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt: Ctrl-C or kill -INT would
+    # leave every child running.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return int(args.run(args))
     except KsmonError as e:
