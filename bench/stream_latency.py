@@ -204,6 +204,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
                         newest = current
                     stop.wait(0.5)
 
+            # The polls' directory is gone by the time the report is written.
+            poll_mb = round(poll_files[0].stat().st_size / 2**20, 1)
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
             started = time.monotonic()
@@ -267,7 +269,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
             "partitions": shape.groups * shape.partitions_per_snapshot,
             "members_per_app": shape.instances * shape.threads,
             "polls_shipped": len(shipped),
-            "poll_mb": round(poll_files[0].stat().st_size / 2**20, 1),
+            "poll_mb": poll_mb,
         },
         "input": args.input,
         "batches": len(batches),
