@@ -24,9 +24,9 @@ SMALL_DATA_CONF: dict[str, str] = {
     # of 100 compiled classes each micro-batch compiled most of them again.
     "spark.sql.codegen.cache.maxEntries": "5000",
     "spark.sql.adaptive.enabled": "false",
-    # Runtime bloom filters turn every join into a scalar subquery (one more Spark job)
-    # whose result, a filter of up to 8 MiB of mostly zeros, is serialized into every
-    # task: measured 64 MiB task binaries for a few snapshots, and a 512 MiB driver
+    # Runtime bloom filters give shuffle joins a scalar subquery (one more Spark job)
+    # whose result, a filter of up to 8 MiB of mostly zeros, is serialized into the tasks
+    # above it: measured 64 MiB task binaries for a few snapshots, and a 512 MiB driver
     # running out of heap. The tables are too small for a filter to save anything.
     "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
     "spark.ui.enabled": "false",
