@@ -20,7 +20,14 @@ from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
-from tests.support.aggregation import active_findings, in_chunks, job_config, scrape, write_spool
+from tests.support.aggregation import (
+    active_findings,
+    in_chunks,
+    job_config,
+    run_job_until_caught_up,
+    scrape,
+    write_spool,
+)
 from tests.support.snapshots import partition, snapshot, streams_member
 from tests.support.streams import unique_name
 from tests.unit.aggregation.cases import T0, hot_partitions, rebalance_loop, times
@@ -91,12 +98,7 @@ def test_the_job_reads_the_snapshot_topic(
     config = job_config(
         kafka, tmp_path, findings_topic=unique_name("findings"), snapshot_topic=topic
     )
-    job = AggregationJob(config, spark)
-    job.start()
-    try:
-        job.process_available()
-    finally:
-        job.stop()
+    run_job_until_caught_up(config, spark)
     assert [(f.kind, f.group) for f in open_findings(config)] == [
         ("rebalance_loop", "loop-poll-timeouts")
     ]
@@ -210,12 +212,7 @@ def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
         detectors=detectors,
     )
     assert config.aggregation.detectors.history_retention == 130
-    job = AggregationJob(config, spark)
-    job.start()
-    try:
-        job.process_available()
-    finally:
-        job.stop()
+    run_job_until_caught_up(config, spark)
     findings = config.aggregation.findings
     assert findings is not None
     opened = [

@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import TypeVar
 
 import yaml
+from pyspark.sql import SparkSession
 
+from agent.aggregation.job import AggregationJob
 from agent.config import Config, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
@@ -86,3 +88,13 @@ def active_findings(metrics: str) -> list[dict[str, str]]:
         if line.startswith("ksmon_finding_active{"):
             found.append(dict(re.findall(r'([a-z_]+)="([^"]*)"', line)))
     return found
+
+
+def run_job_until_caught_up(config: Config, spark: SparkSession) -> None:
+    """Start the job in this process, let it process everything available, stop it."""
+    job = AggregationJob(config, spark)
+    job.start()
+    try:
+        job.process_available()
+    finally:
+        job.stop()
