@@ -1,0 +1,42 @@
+"""Ports handed to embedded servers stay clear of outgoing connections' ports."""
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from agent.embedded import ports
+from agent.embedded.ports import LOOPBACK, ephemeral_range, free_port
+
+
+def test_ports_come_from_below_the_ephemeral_range_so_clients_cannot_take_them() -> None:
+    low, _ = ephemeral_range()
+    ports = [free_port() for _ in range(50)]
+    assert all(1024 < port < low for port in ports), ports
+
+
+def test_a_port_is_handed_out_once_per_process() -> None:
+    ports = [free_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
+
+
+def test_a_port_someone_else_holds_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as held:
+        held.bind((LOOPBACK, 0))
+        held.listen()
+        taken = held.getsockname()[1]
+        low, _ = ephemeral_range()
+        candidates = iter([taken, low - 7])
+        monkeypatch.setattr(ports._chooser, "randrange", lambda *_: next(candidates))
+        monkeypatch.setattr(ports, "ephemeral_range", lambda: (low, 60999))
+        assert ports.free_port() == low - 7
+
+
+def test_an_unreadable_range_file_falls_back_to_linux_default(tmp_path: Path) -> None:
+    assert ephemeral_range(tmp_path / "missing") == (32768, 60999)
+    garbled = tmp_path / "range"
+    garbled.write_text("not numbers\n")
+    assert ephemeral_range(garbled) == (32768, 60999)
+    custom = tmp_path / "custom"
+    custom.write_text("40000\t50000\n")
+    assert ephemeral_range(custom) == (40000, 50000)
