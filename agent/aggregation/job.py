@@ -74,6 +74,13 @@ def job_session(config: Config, *, master: str | None = None) -> SparkSession:
             **({"spark.jars": ",".join(str(j) for j in jars)} if jars else {}),
             # Local checkpoints of old batches go once their DataFrames are gone.
             "spark.cleaner.periodicGC.interval": "5min",
+            # Interpreted expressions. A micro-batch is a few polls against a short history:
+            # its tasks spent most of their time generating Java source for hundreds of
+            # operators' projections and orderings, for a few thousand rows. Measured
+            # (docs/benchmarks.md) on 10 apps x 30 min of history: the run of one batch's
+            # evaluation from 11.2 s to 6.2 s, its first (cold) run from 22.5 s to 11.8 s.
+            # Replay keeps code generation: over every poll of a recording it pays off.
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
         },
     )
 

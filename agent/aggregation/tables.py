@@ -43,16 +43,32 @@ def _array(column: str) -> Column:
     return F.coalesce(F.col(column), F.array())
 
 
-def build_tables(snapshots: DataFrame) -> Tables:
-    """``snapshots``: rows of ``parse.parse_snapshots`` (cluster, group, agent, t, s)."""
+def build_tables(
+    snapshots: DataFrame,
+    *,
+    recent: DataFrame | None = None,
+    at_evaluations: DataFrame | None = None,
+) -> Tables:
+    """``snapshots``: rows of ``parse.parse_snapshots`` (cluster, group, agent, t, s).
+
+    The big tables, a row per partition, task or changelog partition of every
+    snapshot, are read by the detectors only at evaluation times (units,
+    offset sums, changelogs) or over a short look-back (partitions). Built from
+    ``at_evaluations`` and ``recent``, subsets of ``snapshots``, they stay
+    small in a streaming micro-batch, which evaluates the newest polls against
+    a history of twenty minutes: a tenth of the rows, measured in
+    docs/benchmarks.md. Left out, every table is built from ``snapshots``.
+    """
+    recent = snapshots if recent is None else recent
+    at_evaluations = snapshots if at_evaluations is None else at_evaluations
     return Tables(
         groups=_groups(snapshots),
         members=_members(snapshots),
-        units=_units(snapshots),
-        offset_sums=_offset_sums(snapshots),
-        partitions=_partitions(snapshots),
+        units=_units(at_evaluations),
+        offset_sums=_offset_sums(at_evaluations),
+        partitions=_partitions(recent),
         topics=_topics(snapshots),
-        changelogs=_changelogs(snapshots),
+        changelogs=_changelogs(at_evaluations),
         sidecars=_sidecars(snapshots),
         sidecar_threads=_sidecar_rows(snapshots, "threads").select(
             *_keys(),

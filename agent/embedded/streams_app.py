@@ -194,7 +194,7 @@ class StreamsAppInstance:
             seen.update(state)
             return True
 
-        wait_until(holds, timeout=timeout, what=f"{self.name}: {what}", abort=self._died)
+        wait_until(holds, timeout=timeout, what=f"{self.name}: {what}", abort=self.died)
         return seen
 
     def wait_until_running(self, timeout: float = 90.0) -> dict[str, Any]:
@@ -205,7 +205,8 @@ class StreamsAppInstance:
             what=f"state RUNNING with {threads} alive stream threads",
         )
 
-    def _died(self) -> str | None:
+    def died(self) -> str | None:
+        """Why the JVM is gone (exit code and its log's last lines), or None while it runs."""
         if self.process.alive:
             return None
         return (
