@@ -56,8 +56,8 @@ def build_tables(
     offset sums, changelogs) or over a short look-back (partitions). Built from
     ``at_evaluations`` and ``recent``, subsets of ``snapshots``, they stay
     small in a streaming micro-batch, which evaluates the newest polls against
-    a history of twenty minutes: a tenth of the rows, measured in
-    docs/benchmarks.md. Left out, every table is built from ``snapshots``.
+    a history of twenty minutes (docs/benchmarks.md has the time it saves).
+    Left out, every table is built from ``snapshots``.
     """
     recent = snapshots if recent is None else recent
     at_evaluations = snapshots if at_evaluations is None else at_evaluations
