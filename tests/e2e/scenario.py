@@ -314,6 +314,9 @@ def _hot_member(prometheus: PrometheusServer, group: str) -> tuple[str, str, lis
         expr = f'ksmon_streams_task_assignment_info{{group="{group}", kind="active"}}'
         for series in prometheus.query(expr):
             labels = series["metric"]
+            if not {"process", "thread"} <= labels.keys():
+                # A member not decoded yet (Prometheus drops empty labels): not settled.
+                return False
             held.setdefault((labels["process"], labels["thread"]), set()).add(labels["task"])
         if sum(len(tasks) for tasks in held.values()) < 2 * DRILL_PARTITIONS:
             return False  # not the whole assignment yet
