@@ -198,12 +198,19 @@ class StreamsAppInstance:
         return seen
 
     def wait_until_running(self, timeout: float = 90.0) -> dict[str, Any]:
-        threads = self.config.threads
         return self.wait_for(
-            lambda s: s.get("state") == "RUNNING" and s.get("aliveThreads") == threads,
+            self._runs_every_thread,
             timeout=timeout,
-            what=f"state RUNNING with {threads} alive stream threads",
+            what=f"state RUNNING with {self.config.threads} alive stream threads",
         )
+
+    def is_running(self) -> bool:
+        """RUNNING with every configured stream thread alive, right now."""
+        state = self.oracle()
+        return state is not None and self._runs_every_thread(state)
+
+    def _runs_every_thread(self, state: dict[str, Any]) -> bool:
+        return state.get("state") == "RUNNING" and state.get("aliveThreads") == self.config.threads
 
     def died(self) -> str | None:
         """Why the JVM is gone (exit code and its log's last lines), or None while it runs."""

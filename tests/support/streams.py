@@ -16,15 +16,6 @@ def unique_name(base: str) -> str:
     return f"{re.sub(r'[^a-zA-Z0-9-]+', '-', base).strip('-')[:40]}-{uuid.uuid4().hex[:6]}"
 
 
-def _running(instance: StreamsAppInstance) -> bool:
-    view = instance.oracle()
-    return (
-        view is not None
-        and view.get("state") == "RUNNING"
-        and view.get("aliveThreads") == instance.config.threads
-    )
-
-
 def owned_input_partitions(instance: StreamsAppInstance, topic: str) -> list[int]:
     """The partitions of ``topic`` the instance's active tasks read, from its own view."""
     view = instance.oracle()
@@ -103,7 +94,7 @@ class StreamsApps:
                 # done when every instance runs at the same time. (CI caught one still
                 # REBALANCING right after this returned.)
                 wait_until(
-                    lambda: all(_running(i) for i in started),
+                    lambda: all(i.is_running() for i in started),
                     timeout=90,
                     what=f"{config.application_id}: all {len(started)} instances RUNNING at once",
                     abort=lambda: next(filter(None, (i.died() for i in started)), None),
