@@ -405,9 +405,9 @@ def _rebalances() -> Row:
             ),
             Panel(
                 "timeseries",
-                "Time not Stable",
-                "Fraction of the loop window the group was not Stable (aggregation job).",
-                [Query(f"max({_app('ksmon_group_unstable_ratio')})", "not Stable")],
+                "Time rebalancing",
+                "Fraction of the loop window the group spent rebalancing (aggregation job).",
+                [Query(f"max({_app('ksmon_group_unstable_ratio')})", "rebalancing")],
                 unit="percentunit",
                 width=8,
                 minimum=0,

@@ -146,7 +146,7 @@ def _gauges(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
     )
     unstable = GaugeMetricFamily(
         "ksmon_group_unstable_ratio",
-        "Fraction of the rebalance-loop window the group was not Stable (0..1).",
+        "Fraction of the rebalance-loop window the group spent rebalancing (0..1).",
         labels=["kafka_cluster", "group"],
     )
     seen_partitions: set[tuple[str, str, str]] = set()

@@ -170,6 +170,13 @@ def _unstable(s: float) -> Poll:
     return Poll(members=[_thread("pA"), _thread("pB")])
 
 
+def _members_gone(s: float) -> Poll:
+    # The app's only instance died at 60 s and nothing restarted it: Empty from then on.
+    if s >= 60:
+        return Poll("Empty", [], 7)
+    return Poll(members=[_thread("pA")], generation=6)
+
+
 def _exact_events(s: float) -> Poll:
     # The agent reads __consumer_offsets: one generation change per minute, all between polls.
     return Poll(members=[_thread("pA"), _thread("pB")], rebalances=1 if s % 60 == 0 and s else 0)
@@ -308,10 +315,24 @@ CASES = [
     ),
     Case(
         "loop-unstable",
-        "one rebalance that never ends: not Stable for 75% of the window",
+        "one rebalance that never ends: rebalancing for 75% of the window",
         KIND,
         _history("loop-unstable", _unstable),
         expect=[Expect("warning")],
+    ),
+    Case(
+        "loop-empty-all-along",
+        "no member for 20 minutes, offsets committed for it (a batch job): Empty is not "
+        "rebalancing, however long it lasts (longer than a group takes to form)",
+        KIND,
+        _history("loop-empty-all-along", lambda _s: Poll("Empty", []), until=1200),
+    ),
+    Case(
+        "loop-members-gone",
+        "the only member left for good: one change, then Empty for 90% of the window, "
+        "no loop (no_live_consumers says what matters)",
+        KIND,
+        _history("loop-members-gone", _members_gone),
     ),
     Case(
         "loop-quiet",
