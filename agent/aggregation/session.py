@@ -29,6 +29,10 @@ SMALL_DATA_CONF: dict[str, str] = {
     # above it: measured 64 MiB task binaries for a few snapshots, and a 512 MiB driver
     # running out of heap. The tables are too small for a filter to save anything.
     "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
+    # PySpark 4 records the Python call site of every DataFrame and Column call in
+    # the JVM, for error messages: five or more extra py4j round trips per call. An
+    # evaluation makes about 2,500 such calls; this was most of building its plan.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
