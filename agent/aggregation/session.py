@@ -30,8 +30,9 @@ SMALL_DATA_CONF: dict[str, str] = {
     # running out of heap. The tables are too small for a filter to save anything.
     "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
     # PySpark 4 records the Python call site of every DataFrame and Column call in
-    # the JVM, for error messages: five or more extra py4j round trips per call. An
-    # evaluation makes about 2,500 such calls; this was most of building its plan.
+    # the JVM, for error messages: five or more extra py4j round trips per call. For
+    # one evaluation's plan that was 28,000 of its 50,000 py4j commands (the build's
+    # time moved less: docs/benchmarks.md, "Where a micro-batch's time goes").
     "spark.python.sql.dataFrameDebugging.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
