@@ -122,7 +122,7 @@ def spark() -> "Iterator[SparkSession]":
 
         jars = ",".join(str(jar) for jar in kafka_source_jars())
         session = spark_session(
-            "ksmon-tests", master="local[2]", shuffle_partitions=1, extra={"spark.jars": jars}
+            "ksmon-tests", master="local[2]", shuffle_partitions=2, extra={"spark.jars": jars}
         )
     except Exception as e:  # noqa: BLE001 - any failure to start Spark is "unavailable"
         unavailable("Spark (pyspark local[2] with the Kafka source)", e)

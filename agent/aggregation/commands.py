@@ -12,10 +12,12 @@ from typing import TYPE_CHECKING
 
 from agent.aggregation.findings_topic import FindingsTopicError, read_events
 from agent.config import Config, kafka_client_settings
-from agent.errors import ConfigError
+from agent.errors import ConfigError, KsmonError
 from agent.model.findings import Finding, current_findings
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
     from agent.aggregation.job import AggregationJob
     from agent.aggregation.replay import ReplayResult
 
@@ -82,17 +84,38 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
         keep_running(job, done)
     finally:
         job.stop()
-        spark.stop()
+        stop_spark(spark)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def stop_spark(spark: "SparkSession") -> None:
+    """Stop Spark, unless its JVM went first (a signal to the whole process group)."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]  # noqa: PLC0415
+
+    try:
+        spark.stop()
+    except (Py4JError, OSError) as e:
+        log.info("Spark had already stopped: %s", str(e).strip().splitlines()[0][:300])
 
 
 def keep_running(job: "AggregationJob", done: threading.Event) -> None:
     """Until ``done`` is set: whenever the started job's query fails (a micro-batch
     raised, Kafka was unreachable), start it again from its checkpoint after a back-off."""
+    from py4j.protocol import Py4JError  # noqa: PLC0415
+
     failures = 0
     while not done.is_set():
-        if not job.await_termination(1.0):
+        try:
+            stopped = job.await_termination(1.0)
+        except (Py4JError, OSError) as e:
+            if done.wait(1.0):
+                break  # the stop signal reached Spark's JVM first: a normal stop
+            raise KsmonError(
+                f"Spark's JVM stopped under the job ({str(e).strip().splitlines()[0][:200]}); "
+                "its log says why"
+            ) from e
+        if not stopped:
             continue
         reason = job.failure()
         if reason is None:

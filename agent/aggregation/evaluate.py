@@ -75,14 +75,15 @@ def evaluate(
         rows = results.collect()
     finally:
         spark.catalog.clearCache()
-    return _collected(rows)
+    return collected(rows)
 
 
 def evaluation_frame(
     snapshots: DataFrame, evaluations: DataFrame, params: DetectorsConfig
 ) -> DataFrame:
     """Everything an evaluation returns, as one DataFrame (one Spark job to collect)."""
-    evaluations = reused(evaluations.select(*KEYS).distinct())
+    # Partitioned like the snapshots, so no join or aggregate with them shuffles it again.
+    evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
     tables = _reused_tables(
         build_tables(
             snapshots,
@@ -247,7 +248,7 @@ def _newest_only(gauges: DataFrame, evaluations: DataFrame) -> DataFrame:
     return gauges.join(newest, list(KEYS), "left_semi")
 
 
-def _collected(rows: Sequence[object]) -> EvaluationResult:
+def collected(rows: Sequence[object]) -> EvaluationResult:
     result = EvaluationResult()
     gauges: dict[tuple[object, ...], tuple[tuple[int, float, str], GaugeRow]] = {}
     for row in rows:

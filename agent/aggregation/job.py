@@ -7,7 +7,8 @@ directory) and hands each micro-batch to ``foreachBatch``. There, per batch id:
 2. the good ones join the recent history (Parquet under the checkpoint
    directory, written under the batch id: a re-run overwrites itself);
 3. every detector runs over the history at the batch's new poll times
-   (``evaluate``, the path replay uses too);
+   (``evaluate``, the path replay uses too, through the plan the job built
+   once at start: ``template``);
 4. hysteresis turns candidates into open/update/close events, and the new
    state and the events are written to ``state/batch-<id>.json`` (atomic);
 5. the events go to the findings topic, then ``published.json`` records it;
@@ -30,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
@@ -44,6 +46,7 @@ from agent.aggregation.quarantine import write_quarantined
 from agent.aggregation.session import spark_session
 from agent.aggregation.source import kafka_stream, spool_stream
 from agent.aggregation.state import JobState
+from agent.aggregation.template import EvaluationTemplate, evaluation_template
 from agent.config import Config, kafka_client_settings
 from agent.config.schema import AggregationConfig
 from agent.embedded.cache import state_dir
@@ -53,6 +56,11 @@ from agent.model.findings import FindingEvent
 from agent.model.records import from_plain, to_plain
 
 log = logging.getLogger(__name__)
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
+
 
 _STATES_KEPT = 20
 
@@ -187,6 +195,7 @@ class AggregationJob:
         self.state = JobState()
         self.publisher = self._publisher()
         self._query: object | None = None
+        self._template: EvaluationTemplate | None = None
         self._lock = threading.Lock()
         self.server: MetricsServer | None = None
         if serve_http:
@@ -205,6 +214,9 @@ class AggregationJob:
         restored = self.ledger.latest_before(2**62)
         if restored is not None:
             self.state.restored(restored.state.open, restored.newest)
+        # Before the first batch, so no batch pays for building the evaluation's plan.
+        with self._lock:
+            self._template = evaluation_template(self.spark, self.params)
         self.start_query()
         self.state.started()
         log.info(
@@ -253,7 +265,13 @@ class AggregationJob:
     def stop(self) -> None:
         query, self._query = self._query, None
         if query is not None:
-            query.stop()  # type: ignore[attr-defined]
+            try:
+                query.stop()  # type: ignore[attr-defined]
+            except (Py4JError, OSError) as e:
+                # A signal to the whole process group (systemd's default, a supervisor's
+                # stop) reaches Spark's JVM too, whose shutdown hook may have stopped
+                # everything, or the JVM exited: nothing is left to stop.
+                log.info("the streaming query was already stopped with Spark: %s", first_line(e))
         if self.publisher is not None:
             self.publisher.close()
         if self.server is not None:
@@ -318,7 +336,10 @@ class AggregationJob:
             read_from = min(horizon, oldest - self.params.history_retention)
             snapshots = prepare(self.history.read(batch_id, read_from))
             evaluations = self.spark.createDataFrame(to_evaluate, list(KEY_COLUMNS))
-            result = evaluate(snapshots, evaluations, self.params)
+            if self._template is not None:
+                result = self._template.evaluate(snapshots, evaluations)
+            else:
+                result = evaluate(snapshots, evaluations, self.params)
             state, events = advance(
                 state,
                 result.candidates,

@@ -11,6 +11,8 @@ import os
 
 from pyspark.sql import SparkSession
 
+from agent.aggregation.helper_jar import helper_jar
+
 SMALL_DATA_CONF: dict[str, str] = {
     # Joins and windows keyed by (cluster, group, ...) reuse the input's
     # (cluster, group) partitioning instead of shuffling both sides.
@@ -58,6 +60,9 @@ def spark_session(
         "spark.default.parallelism": str(shuffle_partitions),
         **(extra or {}),
     }
+    helper = helper_jar()
+    if helper is not None:
+        conf["spark.jars"] = ",".join(j for j in (str(helper), conf.get("spark.jars")) if j)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -5,7 +5,9 @@ micro-batch (usually one evaluation per series) and a replay (every poll of a
 recording) run the same expressions.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -91,4 +93,25 @@ def reused(df: DataFrame) -> DataFrame:
     (cluster, group) partitioning. Measured: the difference between seconds
     and minutes per evaluation (docs/benchmarks.md).
     """
-    return df.localCheckpoint(eager=False)
+    leaf = df.localCheckpoint(eager=False)
+    stages = _recorded_stages.get()
+    if stages is not None:
+        stages.append((df, leaf))
+    return leaf
+
+
+# While a plan template is built: every ``reused`` cut, in order, as (plan, its leaf).
+_recorded_stages: ContextVar[list[tuple[DataFrame, DataFrame]] | None] = ContextVar(
+    "recorded_stages", default=None
+)
+
+
+@contextmanager
+def recording_stages() -> Iterator[list[tuple[DataFrame, DataFrame]]]:
+    """Collect the ``reused`` cuts made inside the block (see ``template``)."""
+    stages: list[tuple[DataFrame, DataFrame]] = []
+    token = _recorded_stages.set(stages)
+    try:
+        yield stages
+    finally:
+        _recorded_stages.reset(token)

@@ -106,6 +106,11 @@ class _Demo:
         kafka.wait_ready()
         self.stage(f"Kafka {kafka.distribution.version} broker on {kafka.bootstrap_servers}")
 
+        config = self.work / "ksmon.yaml"
+        agent_port, job_port = _port_or_free(AGENT_PORT), _port_or_free(JOB_PORT)
+        config.write_text(_config(kafka.bootstrap_servers, agent_port, job_port, self.work))
+        # The job first: its Spark JVM and its plan take longest to start, and need no app.
+        job = self._child("aggregate", ["aggregate", "--config", str(config)])
         instances, plan = self._start_app(kafka, build_dir=self.work / "app", build=build)
         self.stage(
             f"demo app {APP}: {INSTANCES} instances; hot key {plan.key!r} -> partition "
@@ -124,12 +129,8 @@ class _Demo:
             f"{plan.key!r}"
         )
 
-        config = self.work / "ksmon.yaml"
-        agent_port, job_port = _port_or_free(AGENT_PORT), _port_or_free(JOB_PORT)
-        config.write_text(_config(kafka.bootstrap_servers, agent_port, job_port, self.work))
         agent = self._child("agent", ["agent", "--config", str(config)])
         self.stage(f"ksmon agent: metrics on http://{LOOPBACK}:{agent_port}/metrics")
-        job = self._child("aggregate", ["aggregate", "--config", str(config)])
         self.stage(
             f"aggregation job (Spark local[*]): metrics on http://{LOOPBACK}:{job_port}/metrics"
         )
@@ -273,6 +274,8 @@ def _config(bootstrap: str, agent_port: int, job_port: int, work: Path) -> str:
           listen: "{LOOPBACK}:{job_port}"
           checkpoint_dir: "{work / "checkpoint"}"
           trigger_interval: 5s
+          # A new broker each run: every snapshot since the agent's first poll counts.
+          input: {{type: kafka, kafka: {{starting_offsets: earliest}}}}
           detectors: {{evaluation_window: 30s}}
         """
     )

@@ -13,14 +13,10 @@ from typing import TypeVar
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from agent.aggregation.evaluate import EvaluationResult, evaluate, prepare
+from agent.aggregation.evaluate import EvaluationResult, evaluate
 from agent.aggregation.hysteresis import Candidate, Coverage
-from agent.aggregation.parse import parse_snapshots
-from agent.aggregation.source import replay_frame
 from agent.aggregation.tables import KEYS
-from agent.config import load_config
 from agent.config.schema import DetectorsConfig
-from tests.support.live_scenarios import HEALTHY, PROBLEMS, RECORDINGS, REPLAY_CONFIG
 
 pytestmark = pytest.mark.integration
 
@@ -29,44 +25,35 @@ Judged = TypeVar("Judged", Candidate, Coverage)
 
 
 @pytest.fixture(scope="module")
-def params() -> DetectorsConfig:
-    return load_config(RECORDINGS / REPLAY_CONFIG).aggregation.detectors
+def every_poll(recorded_snapshots: DataFrame, recorded_params: DetectorsConfig) -> EvaluationResult:
+    return evaluate(recorded_snapshots, recorded_snapshots.select(*KEYS), recorded_params)
 
 
-@pytest.fixture(scope="module")
-def snapshots(spark: SparkSession) -> DataFrame:
-    recordings = [RECORDINGS / scenario for scenario in (*PROBLEMS, *HEALTHY)]
-    return prepare(parse_snapshots(replay_frame(spark, recordings)).parsed)
-
-
-@pytest.fixture(scope="module")
-def every_poll(snapshots: DataFrame, params: DetectorsConfig) -> EvaluationResult:
-    return evaluate(snapshots, snapshots.select(*KEYS), params)
-
-
-def _chosen_polls(result: EvaluationResult, snapshots: DataFrame) -> set[Key]:
+def _chosen_polls(result: EvaluationResult, recorded_snapshots: DataFrame) -> set[Key]:
     """Per series and detector, the first and the last poll its rule held at; and
     each series' last poll (the one a micro-batch judges)."""
     held: dict[tuple[str, str, str, str], list[float]] = defaultdict(list)
     for c in result.candidates:
         held[(c.cluster, c.group, c.agent, c.kind)].append(c.t)
     chosen = {(*series[:3], t) for series, times in held.items() for t in (min(times), max(times))}
-    last = snapshots.groupBy("cluster", "group", "agent").max("t").collect()
+    last = recorded_snapshots.groupBy("cluster", "group", "agent").max("t").collect()
     chosen |= {(r[0], r[1], r[2], float(r[3])) for r in last}
     return chosen
 
 
 def test_a_poll_judged_alone_gets_the_verdict_a_replay_gives_it(
     spark: SparkSession,
-    snapshots: DataFrame,
+    recorded_snapshots: DataFrame,
     every_poll: EvaluationResult,
-    params: DetectorsConfig,
+    recorded_params: DetectorsConfig,
 ) -> None:
-    chosen = _chosen_polls(every_poll, snapshots)
+    chosen = _chosen_polls(every_poll, recorded_snapshots)
     kinds = {c.kind for c in every_poll.candidates}
     assert len(kinds) >= 4, f"the recordings should make most rules hold somewhere: {kinds}"
 
-    alone = evaluate(snapshots, spark.createDataFrame(sorted(chosen), list(KEYS)), params)
+    alone = evaluate(
+        recorded_snapshots, spark.createDataFrame(sorted(chosen), list(KEYS)), recorded_params
+    )
 
     assert _in_order(alone.candidates) == _in_order(_at(every_poll.candidates, chosen))
     assert _in_order(alone.coverage) == _in_order(_at(every_poll.coverage, chosen))
