@@ -5,6 +5,12 @@ CLI can print it as one line without a traceback.
 """
 
 
+def first_line(error: BaseException, limit: int = 300) -> str:
+    """An exception's first line (its type's name when it says nothing), at most ``limit``
+    characters: Java exceptions through py4j carry whole stack traces."""
+    return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
+
+
 class KsmonError(Exception):
     """Base of ksmon's own errors; ``retriable`` says whether trying again may help."""
 

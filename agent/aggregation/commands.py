@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from agent.aggregation.findings_topic import FindingsTopicError, read_events
 from agent.config import Config, kafka_client_settings
-from agent.errors import ConfigError, KsmonError
+from agent.errors import ConfigError, KsmonError, first_line
 from agent.model.findings import Finding, current_findings
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def stop_spark(spark: "SparkSession") -> None:
     try:
         spark.stop()
     except (Py4JError, OSError) as e:
-        log.info("Spark had already stopped: %s", str(e).strip().splitlines()[0][:300])
+        log.info("Spark had already stopped: %s", first_line(e))
 
 
 def keep_running(job: "AggregationJob", done: threading.Event) -> None:
@@ -112,8 +112,7 @@ def keep_running(job: "AggregationJob", done: threading.Event) -> None:
             if done.wait(1.0):
                 break  # the stop signal reached Spark's JVM first: a normal stop
             raise KsmonError(
-                f"Spark's JVM stopped under the job ({str(e).strip().splitlines()[0][:200]}); "
-                "its log says why"
+                f"Spark's JVM stopped under the job ({first_line(e, 200)}); its log says why"
             ) from e
         if not stopped:
             continue

@@ -50,16 +50,12 @@ from agent.aggregation.template import EvaluationTemplate, evaluation_template
 from agent.config import Config, kafka_client_settings
 from agent.config.schema import AggregationConfig
 from agent.embedded.cache import state_dir
-from agent.errors import ConfigError
+from agent.errors import ConfigError, first_line
 from agent.exposition.http import MetricsServer
 from agent.model.findings import FindingEvent
 from agent.model.records import from_plain, to_plain
 
 log = logging.getLogger(__name__)
-
-
-def first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
 
 
 _STATES_KEPT = 20
@@ -244,7 +240,7 @@ class AggregationJob:
         if query is None or query.isActive:  # type: ignore[attr-defined]
             return None
         error = query.exception()  # type: ignore[attr-defined]
-        return None if error is None else str(error).strip().splitlines()[0][:500]
+        return None if error is None else first_line(error, 500)
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Whether the query has stopped within ``timeout``, failed or not: a failure is

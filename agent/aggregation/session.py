@@ -60,7 +60,8 @@ def spark_session(
         "spark.default.parallelism": str(shuffle_partitions),
         **(extra or {}),
     }
-    helper = helper_jar()
+    # Under spark-submit the JVM already runs: its --jars decide, not spark.jars.
+    helper = None if submitted_by_spark_submit() else helper_jar()
     if helper is not None:
         conf["spark.jars"] = ",".join(j for j in (str(helper), conf.get("spark.jars")) if j)
     for key, value in conf.items():

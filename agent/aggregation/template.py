@@ -69,7 +69,6 @@ class EvaluationTemplate:
         except Py4JError as e:
             raise TemplateUnavailableError(f"the plan helper refused the evaluation: {e}") from e
         self.spark = spark
-        self.params = params
         self.stages = len(stages)
 
     def evaluate(self, snapshots: DataFrame, evaluations: DataFrame) -> EvaluationResult:
