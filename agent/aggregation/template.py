@@ -55,13 +55,20 @@ class EvaluationTemplate:
 
     def __init__(self, spark: SparkSession, params: DetectorsConfig) -> None:
         helper = _helper_class(spark)
-        snapshots = prepare(spark.createDataFrame([], history_schema()))
-        evaluations = evaluation_input(spark.createDataFrame([], EVALUATION_SCHEMA))
-        with recording_stages() as stages:
-            final = evaluation_frame(snapshots, evaluations, params)
+
+        def stand_in(plan: DataFrame) -> DataFrame:
+            return ClassicDataFrame(helper.standIn(plan._jdf), spark)
+
         try:
+            with recording_stages(stand_in) as recorded:
+                # The inputs first: their leaves are what each binding replaces.
+                snapshots = prepare(spark.createDataFrame([], history_schema()))
+                evaluations = evaluation_input(spark.createDataFrame([], EVALUATION_SCHEMA))
+                inputs = len(recorded)
+                final = evaluation_frame(snapshots, evaluations, params)
+            stages = recorded[inputs:]
             self._java = helper(
-                [snapshots._jdf, evaluations._jdf],
+                [leaf._jdf for _plan, leaf in recorded[:inputs]],
                 [plan._jdf for plan, _leaf in stages],
                 [leaf._jdf for _plan, leaf in stages],
                 final._jdf,

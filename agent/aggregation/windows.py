@@ -5,9 +5,10 @@ micro-batch (usually one evaluation per series) and a replay (every poll of a
 recording) run the same expressions.
 """
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass, field
 
 from pyspark.sql import Column, DataFrame, Window, WindowSpec
 from pyspark.sql import functions as F
@@ -93,25 +94,42 @@ def reused(df: DataFrame) -> DataFrame:
     (cluster, group) partitioning. Measured: the difference between seconds
     and minutes per evaluation (docs/benchmarks.md).
     """
-    leaf = df.localCheckpoint(eager=False)
-    stages = _recorded_stages.get()
-    if stages is not None:
-        stages.append((df, leaf))
+    recording = _recording.get()
+    if recording is None:
+        return _checkpointed(df)
+    leaf = recording.stand_in(df)
+    recording.stages.append((df, leaf))
     return leaf
 
 
+def _checkpointed(df: DataFrame) -> DataFrame:
+    return df.localCheckpoint(eager=False)
+
+
+StandIn = Callable[[DataFrame], DataFrame]
+
+
+@dataclass
+class _Recording:
+    stand_in: StandIn
+    stages: list[tuple[DataFrame, DataFrame]] = field(default_factory=list)
+
+
 # While a plan template is built: every ``reused`` cut, in order, as (plan, its leaf).
-_recorded_stages: ContextVar[list[tuple[DataFrame, DataFrame]] | None] = ContextVar(
-    "recorded_stages", default=None
-)
+_recording: ContextVar[_Recording | None] = ContextVar("recording_stages", default=None)
 
 
 @contextmanager
-def recording_stages() -> Iterator[list[tuple[DataFrame, DataFrame]]]:
-    """Collect the ``reused`` cuts made inside the block (see ``template``)."""
-    stages: list[tuple[DataFrame, DataFrame]] = []
-    token = _recorded_stages.set(stages)
+def recording_stages(
+    stand_in: StandIn = _checkpointed,
+) -> Iterator[list[tuple[DataFrame, DataFrame]]]:
+    """Collect the ``reused`` cuts made inside the block (see ``template``), each leaf
+    made by ``stand_in``. The template's is a leaf with the plan's columns and no data:
+    a local checkpoint plans (optimises) the whole stage to make its leaf, half of the
+    template's build, for leaves every binding replaces anyway."""
+    recording = _Recording(stand_in)
+    token = _recording.set(recording)
     try:
-        yield stages
+        yield recording.stages
     finally:
-        _recorded_stages.reset(token)
+        _recording.reset(token)

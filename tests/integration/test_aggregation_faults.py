@@ -106,7 +106,7 @@ def test_the_job_over_sasl_ssl_reads_and_publishes_and_leaks_no_secret(
                         },
                     },
                     "findings": {"topic": findings_topic, "partitions": 1},
-                    "spark": {"master": "local[2]", "shuffle_partitions": 1},
+                    "spark": {"master": "local[2]", "shuffle_partitions": 2},
                 },
             },
             sort_keys=False,

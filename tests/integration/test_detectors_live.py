@@ -155,7 +155,7 @@ def _config(kafka: EmbeddedKafka, work: Path, prefix: str) -> Config:
                 "spool": {"directory": str(work / "spool"), "max_files_per_batch": 10000},
             },
             "findings": {"topic": f"{prefix}-findings", "partitions": 1},
-            "spark": {"master": "local[2]", "shuffle_partitions": 1},
+            "spark": {"master": "local[2]", "shuffle_partitions": 2},
             "detectors": DETECTORS,
         },
     }

@@ -47,7 +47,7 @@ def job_config(
             "trigger_interval": trigger,
             "input": job_input,
             "findings": {"topic": findings_topic, "partitions": 1},
-            "spark": {"master": "local[2]", "shuffle_partitions": 1, "driver_memory": "512MiB"},
+            "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "512MiB"},
             "detectors": detectors or {},
         },
     }

@@ -159,7 +159,7 @@ def replay_config_text(detectors: Mapping[str, object]) -> str:
         "clusters": [{"name": "local", "bootstrap_servers": ["localhost:9092"]}],
         "sink": {"type": "none"},
         "aggregation": {
-            "spark": {"master": "local[2]", "shuffle_partitions": 1},
+            "spark": {"master": "local[2]", "shuffle_partitions": 2},
             "detectors": dict(detectors),
         },
     }

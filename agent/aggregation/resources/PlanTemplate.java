@@ -7,7 +7,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeMap$;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
@@ -16,6 +18,7 @@ import org.apache.spark.sql.catalyst.expressions.SortOrder;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Statistics;
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning;
+import org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.classic.Dataset$;
 import org.apache.spark.sql.classic.SparkSession;
@@ -24,6 +27,7 @@ import org.apache.spark.sql.execution.LogicalRDD;
 import scala.Function1;
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
+import scala.reflect.ClassTag$;
 import scala.runtime.AbstractPartialFunction;
 
 /**
@@ -70,6 +74,31 @@ public final class PlanTemplate {
     }
     requireOnly(finalPlan, known, "the final plan");
     this.finalPlan = finalPlan;
+  }
+
+  /**
+   * A leaf standing for {@code plan}'s result while the template is built: the plan's own
+   * output attributes (as a local checkpoint's leaf keeps them) over an empty RDD of its own.
+   * No planning, no job: a local checkpoint optimises and plans the whole plan to make its
+   * leaf, which {@link #bind} replaces anyway.
+   */
+  public static Dataset<Row> standIn(Dataset<Row> plan) {
+    SparkSession session = plan.sparkSession();
+    LogicalPlan analyzed = plan.queryExecution().analyzed();
+    RDD<InternalRow> empty =
+        session.sparkContext().emptyRDD(ClassTag$.MODULE$.apply(InternalRow.class));
+    LogicalRDD leaf =
+        new LogicalRDD(
+            analyzed.output(),
+            empty,
+            new UnknownPartitioning(0),
+            CollectionConverters.asScala(new ArrayList<SortOrder>()).toList(),
+            analyzed.isStreaming(),
+            Option.empty(),
+            session,
+            Option.empty(),
+            Option.empty());
+    return Dataset$.MODULE$.ofRows(session, leaf);
   }
 
   public int stages() {
