@@ -8,9 +8,10 @@ close carries the whole finding), everything goes after 7 days. No Spark here.
 
 import logging
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from agent.errors import KsmonError
+from agent.errors import KsmonError, first_line
 from agent.model.findings import FindingEvent
 from agent.model.records import RecordError
 
@@ -27,6 +28,13 @@ class FindingsTopicError(KsmonError):
     retriable = True
 
 
+def _described(error: Exception) -> str:
+    """``Type: message``, once (kafka-python's errors already start with their type)."""
+    text = first_line(error)
+    name = type(error).__name__
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
 def _admin_settings(settings: Mapping[str, object]) -> dict[str, object]:
     from kafka.admin import KafkaAdminClient  # noqa: PLC0415 - slow import
 
@@ -39,7 +47,11 @@ def ensure_topic(
     from kafka.admin import KafkaAdminClient, NewTopic  # noqa: PLC0415
     from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
 
-    admin = KafkaAdminClient(**_admin_settings(settings))
+    # Reaching the cluster counts as a request: a cluster away fails within the cluster's
+    # request timeout, not kafka-python's own 30 s plus back-off (45 s measured).
+    admin = KafkaAdminClient(
+        **{"bootstrap_timeout_ms": settings.get("request_timeout_ms"), **_admin_settings(settings)}
+    )
     try:
         if topic in set(admin.list_topics()):
             return
@@ -64,15 +76,43 @@ def ensure_topic(
         admin.close()
 
 
-class FindingsPublisher:
-    """Synchronous publishing: a batch's events are on the broker, or ``publish`` raises."""
+@dataclass(frozen=True)
+class TopicToCreate:
+    partitions: int
+    replication_factor: int
 
-    def __init__(self, settings: Mapping[str, object], topic: str) -> None:
+
+class FindingsPublisher:
+    """Synchronous publishing: a batch's events are on the broker, or ``publish`` raises.
+
+    With ``create``, the topic is created if missing before anything is read from or
+    written to it; until that has worked (the cluster unreachable when the job starts),
+    ``ensure_topic`` tries again at each call, and ``publish`` raises.
+    """
+
+    def __init__(
+        self, settings: Mapping[str, object], topic: str, create: TopicToCreate | None = None
+    ) -> None:
         self.settings = dict(settings)
         self.topic = topic
+        self._to_create = create
         self._producer: Any = None
 
+    def ensure_topic(self) -> None:
+        """Create the topic if it is still to be created; FindingsTopicError if that fails."""
+        create = self._to_create
+        if create is None:
+            return
+        try:
+            ensure_topic(self.settings, self.topic, create.partitions, create.replication_factor)
+        except Exception as e:
+            raise FindingsTopicError(
+                f"cannot create findings topic {self.topic}: {_described(e)}"
+            ) from e
+        self._to_create = None
+
     def publish(self, events: Iterable[FindingEvent]) -> int:
+        self.ensure_topic()
         events = list(events)
         if not events:
             return 0
@@ -94,6 +134,7 @@ class FindingsPublisher:
         wanted = {e.event_id for e in events}
         if not wanted:
             return set()
+        self.ensure_topic()
         self._settle()
         found = set()
         for event in _recent_events(self.settings, self.topic, _LOOK_BACK_RECORDS):

@@ -37,16 +37,24 @@ from pyspark.sql import DataFrame, SparkSession
 
 from agent.aggregation.evaluate import evaluate, prepare
 from agent.aggregation.exposition import JobCollector
-from agent.aggregation.findings_topic import FindingsPublisher, ensure_topic
+from agent.aggregation.findings_topic import (
+    FindingsPublisher,
+    FindingsTopicError,
+    TopicToCreate,
+)
 from agent.aggregation.history import History
 from agent.aggregation.hysteresis import HysteresisState, advance
 from agent.aggregation.kafka_package import kafka_source_jars
-from agent.aggregation.parse import KEY_COLUMNS, parse_snapshots, take_inventory
+from agent.aggregation.parse import parse_snapshots, take_inventory
 from agent.aggregation.quarantine import write_quarantined
 from agent.aggregation.session import spark_session
 from agent.aggregation.source import kafka_stream, spool_stream
 from agent.aggregation.state import JobState
-from agent.aggregation.template import EvaluationTemplate, evaluation_template
+from agent.aggregation.template import (
+    EvaluationTemplate,
+    evaluation_template,
+    evaluation_times,
+)
 from agent.config import Config, kafka_client_settings
 from agent.config.schema import AggregationConfig
 from agent.embedded.cache import state_dir
@@ -213,6 +221,13 @@ class AggregationJob:
         # Before the first batch, so no batch pays for building the evaluation's plan.
         with self._lock:
             self._template = evaluation_template(self.spark, self.params)
+        if self.publisher is not None:
+            # Now, so `ksmon findings` finds the topic before the first finding; a cluster
+            # away at start is no reason to stop: each batch tries again before publishing.
+            try:
+                self.publisher.ensure_topic()
+            except FindingsTopicError as e:
+                log.warning("%s; trying again with the first micro-batch", e)
         self.start_query()
         self.state.started()
         log.info(
@@ -316,6 +331,7 @@ class AggregationJob:
         finally:
             batch.unpersist()
 
+        read = self.clock()
         until = state.last_evaluated()
         to_evaluate = [
             key
@@ -331,7 +347,7 @@ class AggregationJob:
             oldest = min(key[3] for key in to_evaluate)
             read_from = min(horizon, oldest - self.params.history_retention)
             snapshots = prepare(self.history.read(batch_id, read_from))
-            evaluations = self.spark.createDataFrame(to_evaluate, list(KEY_COLUMNS))
+            evaluations = evaluation_times(self.spark, to_evaluate)
             if self._template is not None:
                 result = self._template.evaluate(snapshots, evaluations)
             else:
@@ -345,6 +361,7 @@ class AggregationJob:
             )
         else:
             events = []
+        evaluated = self.clock()
         record = BatchRecord(batch_id, state, events, newest)
         self.ledger.save(record)
         self._publish(record)
@@ -361,30 +378,18 @@ class AggregationJob:
             late=late,
             newest=newest,
         )
-        for event in events:
-            f = event.finding
-            log.info(
-                "finding %s: %s %s %s/%s %s: %s",
-                event.event,
-                f.severity,
-                f.kind,
-                f.cluster,
-                f.group,
-                f.subject.describe(),
-                f.explanation,
-            )
-        log.info(
-            "micro-batch %d: %d snapshots, %d evaluated, %d events, %.1fs",
+        _log_batch(
             batch_id,
             inventory.accepted,
             len(to_evaluate),
-            len(events),
-            finished - started,
+            events,
+            (read - started, evaluated - read, finished - evaluated),
         )
 
     def _publish(self, record: BatchRecord) -> None:
         if self.publisher is None or record.batch_id <= self.ledger.published_through():
             return
+        self.publisher.ensure_topic()
         events = record.events
         if events:
             sent = self.publisher.already_published(events)
@@ -416,6 +421,40 @@ class AggregationJob:
         if findings is None or not findings.publish:
             return None
         settings = kafka_client_settings(self.config.cluster(findings.cluster))
-        if findings.create_topic:
-            ensure_topic(settings, findings.topic, findings.partitions, findings.replication_factor)
-        return FindingsPublisher(settings, findings.topic)
+        create = (
+            TopicToCreate(findings.partitions, findings.replication_factor)
+            if findings.create_topic
+            else None
+        )
+        return FindingsPublisher(settings, findings.topic, create)
+
+
+def _log_batch(
+    batch_id: int,
+    snapshots: int,
+    evaluated: int,
+    events: list[FindingEvent],
+    phases: tuple[float, float, float],
+) -> None:
+    for event in events:
+        f = event.finding
+        log.info(
+            "finding %s: %s %s %s/%s %s: %s",
+            event.event,
+            f.severity,
+            f.kind,
+            f.cluster,
+            f.group,
+            f.subject.describe(),
+            f.explanation,
+        )
+    log.info(
+        "micro-batch %d: %d snapshots, %d evaluated, %d events, %.1fs "
+        "(reading %.1fs, evaluating %.1fs, publishing %.1fs)",
+        batch_id,
+        snapshots,
+        evaluated,
+        len(events),
+        sum(phases),
+        *phases,
+    )

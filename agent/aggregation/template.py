@@ -15,6 +15,7 @@ The rules are the same code either way: the template is the plan
 checks that both give the same results.
 """
 
+import json
 import logging
 import threading
 import weakref
@@ -28,6 +29,7 @@ from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
 from agent.aggregation.evaluate import EvaluationResult, collected, evaluation_frame, prepare
 from agent.aggregation.history import history_schema
+from agent.aggregation.parse import KEY_COLUMNS
 from agent.aggregation.windows import recording_stages, reused
 from agent.config.schema import DetectorsConfig
 
@@ -87,6 +89,19 @@ class EvaluationTemplate:
         finally:
             self.spark.catalog.clearCache()
         return collected(rows)
+
+
+def evaluation_times(spark: SparkSession, keys: list[tuple[str, str, str, float]]) -> DataFrame:
+    """The (cluster, group, agent, t) to evaluate, as a DataFrame made in the JVM.
+
+    ``createDataFrame`` of a Python list reads it through a Python RDD, which starts
+    PySpark's Python workers in the job for this alone (seconds, in a cold job on a busy
+    machine). One JSON string literal, parsed by Spark, makes the same rows; JSON keeps a
+    float's exact value (``repr`` round-trips).
+    """
+    rows = [dict(zip(KEY_COLUMNS, key, strict=True)) for key in keys]
+    parsed = F.from_json(F.lit(json.dumps(rows)), T.ArrayType(EVALUATION_SCHEMA))
+    return spark.range(1).select(F.inline(parsed))
 
 
 def evaluation_input(evaluations: DataFrame) -> DataFrame:

@@ -98,19 +98,20 @@ class _Demo:
         kafka = EmbeddedKafka(fetch_kafka(), self.work / "kafka")
         kafka.launch()
         self.stack.callback(kafka.stop)
+        config = self.work / "ksmon.yaml"
+        agent_port, job_port = _port_or_free(AGENT_PORT), _port_or_free(JOB_PORT)
+        config.write_text(_config(kafka.bootstrap_servers, agent_port, job_port, self.work))
         # The app builds and the job's jars resolve (Maven, cached) while the broker boots.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-fetch") as fetch:
             spark_kafka = fetch.submit(kafka_source_jars)
             build = build_streams_app(kafka_version=kafka.distribution.version)
             spark_kafka.result()
+        # The job before the broker answers: its Spark JVM and its plan take longest to
+        # start, need neither broker nor app, and it reaches the broker only after both.
+        job = self._child("aggregate", ["aggregate", "--config", str(config)])
         kafka.wait_ready()
         self.stage(f"Kafka {kafka.distribution.version} broker on {kafka.bootstrap_servers}")
 
-        config = self.work / "ksmon.yaml"
-        agent_port, job_port = _port_or_free(AGENT_PORT), _port_or_free(JOB_PORT)
-        config.write_text(_config(kafka.bootstrap_servers, agent_port, job_port, self.work))
-        # The job first: its Spark JVM and its plan take longest to start, and need no app.
-        job = self._child("aggregate", ["aggregate", "--config", str(config)])
         instances, plan = self._start_app(kafka, build_dir=self.work / "app", build=build)
         self.stage(
             f"demo app {APP}: {INSTANCES} instances; hot key {plan.key!r} -> partition "

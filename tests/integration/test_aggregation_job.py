@@ -2,10 +2,12 @@
 quarantine, and a job killed and restarted that neither loses nor repeats a finding."""
 
 import json
+import logging
 import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from agent.aggregation.replay import replay
 from agent.config import kafka_client_settings
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
+from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from tests.support.aggregation import (
@@ -221,3 +224,44 @@ def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
         if e.event == "open" and e.finding.kind == "stream_threads_dead"
     ]
     assert opened == [("stream_threads_dead", "pB", T0 + 170)], "pB left at 90 s, 80 s before"
+
+
+def test_a_job_whose_findings_cluster_is_away_at_start_starts_and_serves_metrics(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The findings topic is created when the job starts; a cluster away then (restarting,
+    unreachable) used to end the job with "unexpected KafkaTimeoutError". Now it starts,
+    says why the topic is missing, and each micro-batch tries again before publishing."""
+    away = f"127.0.0.1:{free_port()}"  # nothing listens there
+    config = job_config(
+        kafka, tmp_path, findings_topic=unique_name("findings"), spool=tmp_path / "spool"
+    )
+    findings = config.aggregation.findings
+    assert findings is not None
+    config = replace(
+        config,
+        clusters=(
+            *config.clusters,
+            replace(
+                config.clusters[0],
+                name="away",
+                bootstrap_servers=(away,),
+                poll=replace(config.clusters[0].poll, request_timeout=2.0),
+            ),
+        ),
+        aggregation=replace(config.aggregation, findings=replace(findings, cluster="away")),
+    )
+    (tmp_path / "spool").mkdir()
+    job = AggregationJob(config, spark)
+    with caplog.at_level(logging.WARNING, logger="agent.aggregation.job"):
+        job.start()
+    try:
+        assert job.server is not None
+        assert "ksmon_job_snapshots_processed_total 0.0" in scrape(job.server.port)
+        assert job.failure() is None
+    finally:
+        job.stop()
+    assert [r.getMessage() for r in caplog.records if r.name == "agent.aggregation.job"] == [
+        f"cannot create findings topic {findings.topic}: KafkaTimeoutError: "
+        f"Unable to bootstrap from ['{away}']; trying again with the first micro-batch"
+    ]
