@@ -49,9 +49,10 @@ def ensure_topic(
 
     # Reaching the cluster counts as a request: a cluster away fails within the cluster's
     # request timeout, not kafka-python's own 30 s plus back-off (45 s measured).
-    admin = KafkaAdminClient(
-        **{"bootstrap_timeout_ms": settings.get("request_timeout_ms"), **_admin_settings(settings)}
-    )
+    admin_settings = _admin_settings(settings)
+    if "request_timeout_ms" in admin_settings:
+        admin_settings.setdefault("bootstrap_timeout_ms", admin_settings["request_timeout_ms"])
+    admin = KafkaAdminClient(**admin_settings)
     try:
         if topic in set(admin.list_topics()):
             return
