@@ -11,6 +11,13 @@ def first_line(error: BaseException, limit: int = 300) -> str:
     return (str(error).strip().splitlines() or [type(error).__name__])[0][:limit]
 
 
+def described(error: BaseException) -> str:
+    """``Type: first line``, the type once: kafka-python's errors already start with it."""
+    text = first_line(error)
+    name = type(error).__name__
+    return text if text.startswith(name) else f"{name}: {text}"
+
+
 class KsmonError(Exception):
     """Base of ksmon's own errors; ``retriable`` says whether trying again may help."""
 

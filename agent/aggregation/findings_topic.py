@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from agent.errors import KsmonError, first_line
+from agent.errors import KsmonError, described
 from agent.model.findings import FindingEvent
 from agent.model.records import RecordError
 
@@ -26,13 +26,6 @@ _SETTLE_SECONDS = 150.0
 
 class FindingsTopicError(KsmonError):
     retriable = True
-
-
-def _described(error: Exception) -> str:
-    """``Type: message``, once (kafka-python's errors already start with their type)."""
-    text = first_line(error)
-    name = type(error).__name__
-    return text if text.startswith(name) else f"{name}: {text}"
 
 
 def _admin_settings(settings: Mapping[str, object]) -> dict[str, object]:
@@ -108,7 +101,7 @@ class FindingsPublisher:
             ensure_topic(self.settings, self.topic, create.partitions, create.replication_factor)
         except Exception as e:
             raise FindingsTopicError(
-                f"cannot create findings topic {self.topic}: {_described(e)}"
+                f"cannot create findings topic {self.topic}: {described(e)}"
             ) from e
         self._to_create = None
 
