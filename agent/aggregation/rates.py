@@ -41,7 +41,8 @@ def partition_rates(partitions: DataFrame, window: float) -> DataFrame:
 
 def compute_rates(tables: Tables, evaluations: DataFrame, window: float) -> Rates:
     recent = since_first_evaluation(tables.partitions, evaluations, window)
-    partitions = evaluated(partition_rates(recent, window), evaluations)
+    # Each table reused before the next is derived from it, so none is computed twice.
+    partitions = reused(evaluated(partition_rates(recent, window), evaluations))
     units = (
         evaluated(tables.units, evaluations)
         .join(
@@ -57,6 +58,7 @@ def compute_rates(tables: Tables, evaluations: DataFrame, window: float) -> Rate
             ).alias("source_partitions"),
         )
     )
+    units = reused(units)
     per_member = units.groupBy(*KEYS, "member_id").agg(
         F.sum("rate").alias("load"), F.count("unit").alias("units")
     )
@@ -83,12 +85,8 @@ def compute_rates(tables: Tables, evaluations: DataFrame, window: float) -> Rate
             F.coalesce(F.col("units"), F.lit(0)).alias("units"),
         )
     )
+    members = reused(members)
     instances = members.groupBy(*KEYS, "process").agg(
         F.sum("load").alias("load"), F.count("member_id").alias("members")
     )
-    return Rates(
-        partitions=reused(partitions),
-        units=reused(units),
-        members=reused(members),
-        instances=reused(instances),
-    )
+    return Rates(partitions=partitions, units=units, members=members, instances=reused(instances))

@@ -174,47 +174,57 @@ def membership_churn(ctx: Context) -> DataFrame:
     """Per evaluation: how the group's members changed within the loop window."""
     window = ctx.params.loop_window
     evaluations = ctx.evaluations.select(*KEYS)
-    members = ctx.tables.members.where(F.col("state") == "Stable").select(
-        *KEYS, "member_id", "identity", "client_id"
+    stable = ctx.tables.members.where(F.col("state") == "Stable")
+    # Members of one identity in the same snapshot: an old member id lingering beside
+    # its replacement. Counted per snapshot before pairing, so the pairs (every member
+    # row of the window, for every evaluation: the biggest rows of a replay) are read by
+    # one aggregate, and the rest is derived from its few rows per member.
+    members = stable.select(
+        *KEYS,
+        "member_id",
+        "identity",
+        "client_id",
+        F.count("member_id").over(Window.partitionBy(*KEYS, "identity")).alias("simultaneous"),
     )
     paired = pair_with_lookback(evaluations, members, window)
-    per_sample = paired.groupBy(*KEYS, "identity", "row_t").agg(
-        F.count("member_id").alias("simultaneous")
+    member_presence = reused(
+        paired.groupBy(*KEYS, "identity", "member_id").agg(
+            F.first("client_id").alias("client_id"),
+            F.min("row_t").alias("m_first"),
+            F.max("row_t").alias("m_last"),
+            F.max("simultaneous").alias("simultaneous"),
+        )
     )
-    samples = paired.groupBy(*KEYS).agg(
-        F.min("row_t").alias("first_sample"), F.max("row_t").alias("last_sample")
+    samples = member_presence.groupBy(*KEYS).agg(
+        F.min("m_first").alias("first_sample"), F.max("m_last").alias("last_sample")
     )
     identities = (
-        paired.groupBy(*KEYS, "identity")
+        member_presence.groupBy(*KEYS, "identity")
         .agg(
-            F.size(F.collect_set("member_id")).alias("member_ids"),
+            F.count("member_id").alias("member_ids"),
             F.first("client_id").alias("client_id"),
-            F.min("row_t").alias("first_seen"),
-            F.max("row_t").alias("last_seen"),
-        )
-        .join(
-            per_sample.groupBy(*KEYS, "identity").agg(
-                (F.max("simultaneous") > 1).alias("overlapping")
-            ),
-            [*KEYS, "identity"],
+            F.min("m_first").alias("first_seen"),
+            F.max("m_last").alias("last_seen"),
+            (F.max("simultaneous") > 1).alias("overlapping"),
         )
         .join(samples, list(KEYS))
     )
     transient = (F.col("first_seen") > F.col("first_sample")) & (
         F.col("last_seen") < F.col("last_sample")
     )
-    member_presence = (
-        paired.groupBy(*KEYS, "member_id")
-        .agg(F.min("row_t").alias("m_first"), F.max("row_t").alias("m_last"))
+    changes = (
+        member_presence.groupBy(*KEYS, "member_id")
+        .agg(F.min("m_first").alias("m_first"), F.max("m_last").alias("m_last"))
         .join(samples, list(KEYS))
-    )
-    changes = member_presence.groupBy(*KEYS).agg(
-        F.sum(
-            (
-                (F.col("m_first") > F.col("first_sample"))
-                | (F.col("m_last") < F.col("last_sample"))
-            ).cast("int")
-        ).alias("member_changes")
+        .groupBy(*KEYS)
+        .agg(
+            F.sum(
+                (
+                    (F.col("m_first") > F.col("first_sample"))
+                    | (F.col("m_last") < F.col("last_sample"))
+                ).cast("int")
+            ).alias("member_changes")
+        )
     )
     per_eval = identities.groupBy(*KEYS).agg(
         F.sort_array(

@@ -163,8 +163,10 @@ def _broker(ctx: Context) -> tuple[DataFrame, DataFrame, DataFrame]:
     # stream thread is stuck (its state updater blocks the tasks queued behind the
     # restoring one), nothing reaches the restoring task's own input, and the lag piles
     # up upstream, on the thread's other partitions.
-    member_sources = tasks.select(*KEYS, "member_id", "unit", "topic", "partition").join(
-        behind.select(*KEYS, "member_id").distinct(), [*KEYS, "member_id"], "left_semi"
+    member_sources = reused(
+        tasks.select(*KEYS, "member_id", "unit", "topic", "partition").join(
+            behind.select(*KEYS, "member_id").distinct(), [*KEYS, "member_id"], "left_semi"
+        )
     )
     sources = member_sources.join(
         behind.select(*KEYS, "member_id", "unit"), [*KEYS, "member_id", "unit"], "left_semi"
