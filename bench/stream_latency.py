@@ -69,6 +69,16 @@ def proc_status_kb(pid: int, key: str) -> int:
     raise KeyError(key)
 
 
+def peak_kb(pid: int) -> tuple[str, int | None]:
+    """A process's name and peak RSS; None for one that has exited meanwhile (a zombie
+    keeps its name but no memory figures)."""
+    try:
+        name = Path(f"/proc/{pid}/comm").read_text().strip()
+        return name, proc_status_kb(pid, "VmHWM")
+    except (OSError, KeyError):
+        return str(pid), None
+
+
 def descendants(pid: int) -> list[int]:
     children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
     found = [int(c) for c in children]
@@ -232,10 +242,9 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
             assert job.poll() is None, "the job exited"
             processes = [job.pid, *descendants(job.pid)]
             peak_rss = {
-                Path(f"/proc/{p}/comm").read_text().strip(): round(
-                    proc_status_kb(p, "VmHWM") / 1024
-                )
-                for p in processes
+                name: round(kb / 1024)
+                for name, kb in (peak_kb(p) for p in processes)
+                if kb is not None
             }
         finally:
             if job is not None:

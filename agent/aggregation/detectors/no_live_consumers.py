@@ -4,12 +4,20 @@
 ``thread_death_grace`` (a single member re-joining after a poll timeout
 leaves the group empty for a moment). A group nobody has consumed for
 longer is abandoned, not broken, and the agent's lag metrics cover it.
+
+A group that is Empty at every poll while its generation climbs is not
+stopped: its members join and leave again between polls. Seen live (bench/
+detection_latency.py): one stream thread overrunning ``max.poll.interval.ms``
+re-joins after its buffered records, minutes later, and is out again within
+seconds, so a 10 s poll never sees it. ``rebalance_loop`` cannot count what it
+never sees Stable; the explanation here says what is going on instead.
 """
 
+from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
 from agent.aggregation.candidates import Context, Detection, candidates, everywhere
-from agent.aggregation.windows import evaluated, looking_back, with_run_start
+from agent.aggregation.windows import by_series, evaluated, looking_back, with_run_start
 
 KIND = "no_live_consumers"
 
@@ -20,6 +28,8 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
     window = looking_back(p.evaluation_window)
     history = looking_back(p.thread_history)
     empty = with_run_start(groups, F.col("member_count") == 0, "count_since")
+    # Classic groups count generations, KIP-848 groups epochs: either rises per rebalance.
+    generation = F.coalesce(F.col("generation"), F.col("group_epoch"))
     judged = (
         empty.withColumn("lag_start", F.first("lag_total").over(window))
         .withColumn("lag_start_t", F.first("t").over(window))
@@ -27,25 +37,55 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
             "members_last_seen", F.max(F.when(F.col("member_count") > 0, F.col("t"))).over(history)
         )
         .withColumn("lag_growth", F.col("lag_total") - F.col("lag_start"))
+        .withColumn("generation_now", generation)
+        .withColumn(
+            "generation_emptied",
+            F.last(F.when(F.col("t") == F.col("count_since"), generation), ignorenulls=True).over(
+                by_series().rowsBetween(Window.unboundedPreceding, Window.currentRow)
+            ),
+        )
+        .withColumn(
+            "rejoins", F.greatest(F.col("generation_now") - F.col("generation_emptied"), F.lit(0))
+        )
+        # Still rising within the look-back: a loop that stopped for good is an abandoned
+        # group again once its last re-join is older than ``thread_history``.
+        .withColumn("rising", F.col("generation_now") > F.min(generation).over(history))
     )
     holds = evaluated(judged, ctx.evaluations).where(
         (F.col("member_count") == 0)
         & (F.col("t") - F.col("count_since") >= p.thread_death_grace)
-        & F.col("members_last_seen").isNotNull()
+        & (F.col("members_last_seen").isNotNull() | _rejoining())
         & (F.col("lag_growth") > 0)
     )
     found = candidates(
         holds,
         kind=KIND,
         severity=F.lit("critical"),
-        explanation=F.format_string(
-            "group %s has no member any more (the last left %.0f s ago) and its lag grew by %d "
-            "records in %.0f s: nothing consumes it; start the application or find why all its "
-            "instances stopped",
-            F.col("group"),
-            F.col("t") - F.col("members_last_seen"),
-            F.col("lag_growth"),
-            F.col("t") - F.col("lag_start_t"),
+        explanation=F.when(
+            _rejoining(),
+            F.format_string(
+                "group %s shows no member at any poll for %.0f s, yet its generation went from "
+                "%d to %d meanwhile, and its lag grew by %d records in %.0f s: members join and "
+                "leave again between polls (processing longer than max.poll.interval.ms, or "
+                "instances crash-looping); look at the application's logs for poll timeouts "
+                "and restarts",
+                F.col("group"),
+                F.col("t") - F.col("count_since"),
+                F.col("generation_emptied"),
+                F.col("generation_now"),
+                F.col("lag_growth"),
+                F.col("t") - F.col("lag_start_t"),
+            ),
+        ).otherwise(
+            F.format_string(
+                "group %s has no member any more (the last left %.0f s ago) and its lag grew by "
+                "%d records in %.0f s: nothing consumes it; start the application or find why "
+                "all its instances stopped",
+                F.col("group"),
+                F.col("t") - F.col("members_last_seen"),
+                F.col("lag_growth"),
+                F.col("t") - F.col("lag_start_t"),
+            )
         ),
         evidence=F.struct(
             F.col("lag_total").alias("lag_records"),
@@ -54,6 +94,12 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
             F.col("members_last_seen").alias("members_last_seen_at"),
             F.col("lag_partitions").alias("partitions"),
             F.col("state").alias("group_state"),
+            F.col("rejoins").alias("rebalances_while_empty"),
         ),
     )
     return Detection(KIND, found, everywhere(ctx.evaluations))
+
+
+def _rejoining() -> Column:
+    """Members joined (and left again) since the group was last seen with none, lately."""
+    return F.coalesce((F.col("rejoins") > 0) & F.col("rising"), F.lit(False))

@@ -1,5 +1,8 @@
 """no_live_consumers: a group left with no members while its lag grows."""
 
+from collections.abc import Callable
+
+from agent.aggregation.hysteresis import Candidate
 from agent.model import Snapshot
 from tests.support.snapshots import partition, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Expect, times
@@ -7,11 +10,19 @@ from tests.unit.aggregation.cases import T0, Case, Expect, times
 KIND = "no_live_consumers"
 
 
-def _history(group: str, *, members_until: float | None, rate: float) -> list[Snapshot]:
-    """Polls every 10 s for 3 minutes; one member until ``members_until`` (s after T0);
-    the committed offset stops when the member goes; the topic grows at ``rate``."""
+def _history(
+    group: str,
+    *,
+    members_until: float | None,
+    rate: float,
+    generation: Callable[[float], int | None] = lambda s: None,
+    until: float = 180,
+) -> list[Snapshot]:
+    """Polls every 10 s for ``until`` seconds; one member until ``members_until`` (s after
+    T0); the committed offset stops when the member goes; the topic grows at ``rate``;
+    the group's generation at each poll from ``generation`` (s after T0)."""
     snapshots = []
-    for t in times(0, 180, 10):
+    for t in times(0, until, 10):
         alive = members_until is not None and t - T0 < members_until
         end = 1000 + round(rate * (t - T0))
         committed = end if alive else 1000 + round(rate * (members_until or 0))
@@ -22,9 +33,26 @@ def _history(group: str, *, members_until: float | None, rate: float) -> list[Sn
                 members=[streams_member("pA", 1, {"0_0": [("in", 0)]})] if alive else [],
                 partitions=[partition("in", 0, end=end, committed=committed)],
                 state="Stable" if alive else "Empty",
+                generation=generation(t - T0),
             )
         )
     return snapshots
+
+
+def _rejoins_every_minute(s: float) -> int:
+    # A member joins and is out again within seconds, once a minute, between two polls:
+    # two generations each time (the join, the leave).
+    return 5 + 2 * int(s // 60)
+
+
+def _explains(*expected: str, absent: str = "") -> Callable[[list[Candidate]], None]:
+    def check(candidates: list[Candidate]) -> None:
+        (found,) = candidates
+        for text in expected:
+            assert text in found.explanation, found.explanation
+        assert not absent or absent not in found.explanation, found.explanation
+
+    return check
 
 
 CASES = [
@@ -59,5 +87,57 @@ CASES = [
         "a member consumes and commits: the group is alive",
         KIND,
         _history("nolive-consuming", members_until=1000, rate=20.0),
+    ),
+    Case(
+        "nolive-stopped",
+        "the only member left at 100 s (its leave was the last generation, 6) and the lag "
+        "grows: a stop, explained as one",
+        KIND,
+        _history(
+            "nolive-stopped", members_until=100, rate=20.0, generation=lambda s: 5 + (s >= 100)
+        ),
+        expect=[Expect("critical")],
+        check=_explains("has no member any more", absent="join and leave"),
+    ),
+    Case(
+        "nolive-rejoin-loop",
+        "no member at any poll since 40 s, yet the generation climbs by two a minute: members "
+        "join and leave between polls (a poll-timeout loop, seen live), and the lag grows",
+        KIND,
+        _history(
+            "nolive-rejoin-loop",
+            members_until=40,
+            rate=20.0,
+            generation=_rejoins_every_minute,
+        ),
+        expect=[Expect("critical")],
+        check=_explains("generation went from 5 to 11", "join and leave again"),
+    ),
+    Case(
+        "nolive-rejoin-loop-never-seen",
+        "no member at any poll of the look-back, but the generation climbs: not an abandoned "
+        "group, a looping one",
+        KIND,
+        _history(
+            "nolive-rejoin-loop-never-seen",
+            members_until=None,
+            rate=20.0,
+            generation=_rejoins_every_minute,
+        ),
+        expect=[Expect("critical")],
+        check=_explains("join and leave again"),
+    ),
+    Case(
+        "nolive-loop-long-over",
+        "the generation last rose at 120 s, more than thread_history (600 s) before the last "
+        "poll, and no member since: an abandoned group again",
+        KIND,
+        _history(
+            "nolive-loop-long-over",
+            members_until=None,
+            rate=20.0,
+            generation=lambda s: 5 + 2 * int(min(s, 120) // 60),
+            until=900,
+        ),
     ),
 ]
