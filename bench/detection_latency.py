@@ -32,6 +32,7 @@ injection, which separates what the rule waits for from the pipeline.
 
     .venv/bin/python bench/detection_latency.py                   # default thresholds
     .venv/bin/python bench/detection_latency.py --tuned           # the tuned thresholds below
+    .venv/bin/python bench/detection_latency.py --tuned --faults hot,restore   # some faults
 """
 
 import argparse
@@ -65,6 +66,7 @@ STEADY_RATE = 30.0
 # each task's changelog must hold more than that, or a held restore is no stalled one.
 RESTORE_KEYS = 100_000
 FINDING_TIMEOUT = 900.0
+FAULTS = ("hot", "poison", "loop", "restore")
 ACTIVE = re.compile(r"^ksmon_finding_active\{([^}]*)\} 1\.0$", re.MULTILINE)
 SINCE = re.compile(r"^ksmon_finding_since_timestamp_seconds\{([^}]*)\} ([0-9.e+]+)$", re.MULTILINE)
 LABEL = re.compile(r'([a-z_]+)="([^"]*)"')
@@ -143,7 +145,16 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
         "--settle", type=float, default=120, help="seconds every app is judged healthy first"
     )
     parser.add_argument("--work", type=Path, help="keep the logs and checkpoints here")
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"which faults to inject, in this order anyway: {','.join(FAULTS)}",
+    )
     args = parser.parse_args()
+    chosen = set(args.faults.split(","))
+    if not chosen <= set(FAULTS):
+        unknown = ", ".join(sorted(chosen - set(FAULTS)))
+        parser.error(f"--faults: unknown {unknown}; choose from {', '.join(FAULTS)}")
 
     from agent.embedded.kafka import EmbeddedKafka, fetch_kafka
     from agent.embedded.load import KeyedLoad, KeySkew, key_for_partition, produce
@@ -274,6 +285,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
                 inject: Callable[[], None],
                 subject: Callable[[dict[str, str]], bool] = lambda _: True,
             ) -> None:
+                if name not in chosen:
+                    return
                 already = [f for f in findings(job_port) if f.get("group") == group]
                 injected = time.time()
                 inject()
