@@ -388,7 +388,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
             batch_seconds = [
                 float(m.group(1))
                 for line in job_log
-                if (m := re.search(r"micro-batch \d+: .*, ([\d.]+)s$", line))
+                # The total in the job's batch line, before its "(reading ...)" breakdown.
+                if (m := re.search(r"micro-batch \d+: .*?, ([\d.]+)s(?: \(|$)", line))
             ]
             report["job_batches"] = len(batch_seconds)
             report["job_batch_seconds_max"] = max(batch_seconds, default=None)
