@@ -17,9 +17,14 @@ from agent.collect.raw import (
     GroupOffsets,
     ListedGroup,
     PartitionOffset,
+    StreamsGroupDescription,
     TopicMetadata,
 )
-from agent.collect.streams_view import consumer_group_member_view, member_view
+from agent.collect.streams_view import (
+    consumer_group_member_view,
+    member_view,
+    streams_group_member_view,
+)
 from agent.model import (
     SCHEMA_VERSION,
     AgentInfo,
@@ -30,6 +35,7 @@ from agent.model import (
     PollInfo,
     RebalanceEvent,
     Snapshot,
+    SubtopologyInfo,
     TopicInfo,
 )
 from agent.streams.internal_topics import InternalTopicKind, classify_internal_topic
@@ -62,6 +68,7 @@ class PollObservation:
     groups: Sequence[ListedGroup]
     described: Mapping[str, DescribedGroup] = field(default_factory=dict)
     consumer_groups: Mapping[str, ConsumerGroupDescription] = field(default_factory=dict)
+    streams_groups: Mapping[str, StreamsGroupDescription] = field(default_factory=dict)
     offsets: Mapping[str, GroupOffsets] = field(default_factory=dict)
     topics: Mapping[str, TopicMetadata] = field(default_factory=dict)
     log_end: Mapping[TopicPartitionKey, PartitionOffset] = field(default_factory=dict)
@@ -128,14 +135,19 @@ def build_snapshot(
         or group_id in observation.known_streams
     )
     modern = observation.consumer_groups.get(group_id)
-    members = (
-        tuple(consumer_group_member_view(m) for m in modern.members)
-        if modern is not None
-        else tuple(
+    streams_group = observation.streams_groups.get(group_id)
+    if streams_group is not None:
+        streams = True
+        members = tuple(
+            streams_group_member_view(m, streams_group.subtopologies) for m in streams_group.members
+        )
+    elif modern is not None:
+        members = tuple(consumer_group_member_view(m) for m in modern.members)
+    else:
+        members = tuple(
             member_view(raw, decode_streams=streams)
             for raw in (described.members if described else ())
         )
-    )
     owners = {
         (tp.topic, tp.partition): m.member_id for m in members for tp in m.assigned_partitions
     }
@@ -154,6 +166,13 @@ def build_snapshot(
             modern.assignor or None,
             modern.coordinator_id,
         )
+    epochs = modern or streams_group
+    if streams_group is not None:
+        state, protocol_type, coordinator = (
+            streams_group.state or state,
+            "streams",
+            streams_group.coordinator_id,
+        )
     return Snapshot(
         schema_version=SCHEMA_VERSION,
         cluster=observation.cluster,
@@ -161,7 +180,7 @@ def build_snapshot(
         poll=PollInfo(observation.sequence, observation.started_at, observation.duration_seconds),
         group=GroupInfo(
             group_id=group_id,
-            group_type=listed.group_type or "classic",
+            group_type="streams" if streams_group is not None else listed.group_type or "classic",
             state=state or "Unknown",
             protocol_type=protocol_type,
             protocol=protocol,
@@ -169,8 +188,9 @@ def build_snapshot(
             is_streams=streams,
             generation=rebalance.generation,
             state_changed_at=rebalance.state_changed_at,
-            group_epoch=modern.group_epoch if modern is not None else None,
-            assignment_epoch=modern.assignment_epoch if modern is not None else None,
+            group_epoch=epochs.group_epoch if epochs is not None else None,
+            assignment_epoch=epochs.assignment_epoch if epochs is not None else None,
+            topology_epoch=streams_group.topology_epoch if streams_group is not None else None,
         ),
         members=members,
         partitions=partitions,
@@ -184,7 +204,21 @@ def build_snapshot(
             offsets_topic_partitions=observation.metadata.offsets_topic_partitions,
         ),
         rebalances=rebalance.new_events,
-        errors=_errors(observation, group_id, described, modern),
+        errors=_errors(observation, group_id, described, modern, streams_group),
+        subtopologies=_subtopologies(streams_group),
+    )
+
+
+def _subtopologies(described: StreamsGroupDescription | None) -> tuple[SubtopologyInfo, ...]:
+    return tuple(
+        SubtopologyInfo(
+            subtopology_id=s.subtopology_id,
+            source_topics=s.source_topics,
+            repartition_source_topics=s.repartition_source_topics,
+            repartition_sink_topics=s.repartition_sink_topics,
+            changelog_topics=s.changelog_topics,
+        )
+        for s in (described.subtopologies or () if described is not None else ())
     )
 
 
@@ -282,6 +316,7 @@ def _errors(
     group_id: str,
     described: DescribedGroup | None,
     modern: ConsumerGroupDescription | None,
+    streams_group: StreamsGroupDescription | None,
 ) -> tuple[PollError, ...]:
     from agent.collect.kafka_edge import error_name  # noqa: PLC0415 - kafka-python import is slow
 
@@ -299,6 +334,13 @@ def _errors(
         name, retriable = error_name(modern.error_code)
         errors.append(
             PollError("consumer_group_describe", name, modern.error_message or name, retriable)
+        )
+    if streams_group is not None and streams_group.error_code:
+        name, retriable = error_name(streams_group.error_code)
+        errors.append(
+            PollError(
+                "streams_group_describe", name, streams_group.error_message or name, retriable
+            )
         )
     offsets = observation.offsets.get(group_id)
     if offsets is not None and offsets.error_code:

@@ -29,6 +29,10 @@ from agent.collect.raw import (
     ListedGroup,
     PartitionOffset,
     RawMember,
+    StreamsGroupDescription,
+    StreamsGroupMember,
+    StreamsTaskSet,
+    Subtopology,
     TopicConfig,
     TopicMetadata,
 )
@@ -257,48 +261,40 @@ class KafkaEdge:
         """ConsumerGroupDescribe (KIP-848 groups), one request per coordinator."""
         from agent.collect.protocol import ConsumerGroupDescribeRequest  # noqa: PLC0415
 
-        def request(groups: Sequence[str]) -> Any:
-            return ConsumerGroupDescribeRequest(
-                group_ids=list(groups), include_authorized_operations=False
-            )
+        return self._describe_typed(
+            "consumer_group_describe", ConsumerGroupDescribeRequest, by_coordinator, _consumer_group
+        )
 
-        def parse(coordinator: int, response: Any) -> list[ConsumerGroupDescription]:
-            described = []
+    def describe_streams_groups(
+        self, by_coordinator: Mapping[int, Sequence[str]]
+    ) -> tuple[list[StreamsGroupDescription], list[FailedRequest]]:
+        """StreamsGroupDescribe (KIP-1071 groups), one request per coordinator."""
+        from agent.collect.protocol import StreamsGroupDescribeRequest  # noqa: PLC0415
+
+        return self._describe_typed(
+            "streams_group_describe", StreamsGroupDescribeRequest, by_coordinator, _streams_group
+        )
+
+    def _describe_typed(
+        self,
+        stage: str,
+        request_type: Any,
+        by_coordinator: Mapping[int, Sequence[str]],
+        convert: Callable[[Any, int], T],
+    ) -> tuple[list[T], list[FailedRequest]]:
+        """The describe APIs of the newer group types share a shape: group ids in, one
+        answer per group out (``convert`` reads one, given its coordinator)."""
+
+        def request(groups: Sequence[str]) -> Any:
+            return request_type(group_ids=list(groups), include_authorized_operations=False)
+
+        def parse(coordinator: int, response: Any) -> list[T]:
             for g in response.groups:
                 if g.error_code in _COORDINATOR_MOVED:
                     self.forget_coordinator(g.group_id)
-                described.append(
-                    ConsumerGroupDescription(
-                        group_id=g.group_id,
-                        error_code=g.error_code,
-                        error_message=g.error_message,
-                        state=g.group_state or "",
-                        group_epoch=g.group_epoch,
-                        assignment_epoch=g.assignment_epoch,
-                        assignor=g.assignor_name or "",
-                        members=tuple(
-                            ConsumerGroupMember(
-                                member_id=m.member_id,
-                                client_id=m.client_id,
-                                client_host=m.client_host,
-                                group_instance_id=m.instance_id,
-                                rack_id=m.rack_id,
-                                member_epoch=m.member_epoch,
-                                subscribed_topics=tuple(m.subscribed_topic_names or ()),
-                                assigned=tuple(
-                                    (tp.topic_name, p)
-                                    for tp in m.assignment.topic_partitions
-                                    for p in tp.partitions
-                                ),
-                            )
-                            for m in g.members
-                        ),
-                        coordinator_id=coordinator,
-                    )
-                )
-            return described
+            return [convert(g, coordinator) for g in response.groups]
 
-        return self._per_coordinator("consumer_group_describe", by_coordinator, request, parse)
+        return self._per_coordinator(stage, by_coordinator, request, parse)
 
     def offset_fetch(
         self, by_coordinator: Mapping[int, Sequence[str]]
@@ -644,3 +640,84 @@ def _int_or_none(text: str | None) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+def _consumer_group(g: Any, coordinator: int) -> ConsumerGroupDescription:
+    return ConsumerGroupDescription(
+        group_id=g.group_id,
+        error_code=g.error_code,
+        error_message=g.error_message,
+        state=g.group_state or "",
+        group_epoch=g.group_epoch,
+        assignment_epoch=g.assignment_epoch,
+        assignor=g.assignor_name or "",
+        members=tuple(
+            ConsumerGroupMember(
+                member_id=m.member_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                group_instance_id=m.instance_id,
+                rack_id=m.rack_id,
+                member_epoch=m.member_epoch,
+                subscribed_topics=tuple(m.subscribed_topic_names or ()),
+                assigned=tuple(
+                    (tp.topic_name, p)
+                    for tp in m.assignment.topic_partitions
+                    for p in tp.partitions
+                ),
+            )
+            for m in g.members
+        ),
+        coordinator_id=coordinator,
+    )
+
+
+def _streams_group(g: Any, coordinator: int) -> StreamsGroupDescription:
+    topology = g.topology
+    subtopologies = (
+        None
+        if topology is None or topology.subtopologies is None
+        else tuple(
+            Subtopology(
+                subtopology_id=s.subtopology_id,
+                source_topics=tuple(s.source_topics),
+                repartition_source_topics=tuple(t.name for t in s.repartition_source_topics),
+                repartition_sink_topics=tuple(s.repartition_sink_topics),
+                changelog_topics=tuple(t.name for t in s.state_changelog_topics),
+            )
+            for s in topology.subtopologies
+        )
+    )
+    return StreamsGroupDescription(
+        group_id=g.group_id,
+        error_code=g.error_code,
+        error_message=g.error_message,
+        state=g.group_state or "",
+        group_epoch=g.group_epoch,
+        assignment_epoch=g.assignment_epoch,
+        topology_epoch=topology.epoch if topology is not None else None,
+        subtopologies=subtopologies,
+        members=tuple(_streams_member(m) for m in g.members),
+        coordinator_id=coordinator,
+    )
+
+
+def _streams_member(m: Any) -> StreamsGroupMember:
+    def tasks(sets: Any) -> tuple[StreamsTaskSet, ...]:
+        return tuple(StreamsTaskSet(t.subtopology_id, tuple(t.partitions)) for t in sets)
+
+    endpoint = m.user_endpoint
+    return StreamsGroupMember(
+        member_id=m.member_id,
+        client_id=m.client_id,
+        client_host=m.client_host,
+        group_instance_id=m.instance_id,
+        rack_id=m.rack_id,
+        member_epoch=m.member_epoch,
+        process_id=m.process_id,
+        endpoint=f"{endpoint.host}:{endpoint.port}" if endpoint is not None else None,
+        client_tags=tuple((t.key, t.value) for t in m.client_tags),
+        active=tasks(m.assignment.active_tasks),
+        standby=tasks(m.assignment.standby_tasks),
+        warmup=tasks(m.assignment.warmup_tasks),
+    )

@@ -42,6 +42,7 @@ from agent.collect.raw import (
     GroupOffsets,
     ListedGroup,
     PartitionOffset,
+    StreamsGroupDescription,
     TopicMetadata,
 )
 from agent.collect.sidecar import SidecarCollector, SidecarObservation
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 # Group types ksmon understands; "connect" and share groups have no consumer offsets to watch.
 _WATCHED_PROTOCOL_TYPES = {"consumer", "streams", ""}
 _CLASSIC_TYPES = {"classic", ""}
+_GROUP_ID_NOT_FOUND = 69  # DescribeGroups' answer for a group of another type
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,16 +189,20 @@ class ClusterPoller:
             key=lambda g: g.group_id,
         )
 
-    def _poll_into(
-        self, result: PollResult, started: float, pod: SidecarObservation | None
-    ) -> None:
-        groups = self._watched_groups(result)
-        failures: list[FailedRequest] = []
-        coordinators, lookup_failures = self.edge.coordinators(g.group_id for g in groups)
-        failures += lookup_failures
-
+    def _describe(
+        self,
+        groups: Sequence[ListedGroup],
+        coordinators: dict[str, int],
+        failures: list[FailedRequest],
+    ) -> tuple[
+        dict[str, DescribedGroup],
+        dict[str, ConsumerGroupDescription],
+        dict[str, StreamsGroupDescription],
+    ]:
+        """Each group described by the API of its type; failed requests go to ``failures``."""
         classic = [g.group_id for g in groups if g.group_type in _CLASSIC_TYPES]
         modern = [g.group_id for g in groups if g.group_type == "consumer"]
+        streams = [g.group_id for g in groups if g.group_type == "streams"]
         consumer_groups: dict[str, ConsumerGroupDescription] = {}
         if modern:
             described_modern, modern_failures = self.edge.describe_consumer_groups(
@@ -209,6 +215,38 @@ class ClusterPoller:
         )
         failures += describe_failures
         described = {d.group_id: d for d in described_list}
+        # A group of unknown type (a sidecar's own, never listed; any group on brokers
+        # before 3.8) that the broker says is not classic may be a KIP-1071 streams
+        # group: ask again in the same poll. Costs one failing request per poll.
+        untyped = {g.group_id for g in groups if not g.group_type}
+        retry = [
+            group_id
+            for group_id, d in described.items()
+            if d.error_code == _GROUP_ID_NOT_FOUND and group_id in untyped
+        ]
+        streams_groups: dict[str, StreamsGroupDescription] = {}
+        if streams or retry:
+            described_streams, streams_failures = self.edge.describe_streams_groups(
+                _by_coordinator(streams + retry, coordinators)
+            )
+            # A retry that fails leaves the classic answer (and its error) as it was.
+            failures += [f for f in streams_failures if set(f.groups) & set(streams)]
+            for d in described_streams:
+                if d.group_id in streams or not d.error_code:
+                    streams_groups[d.group_id] = d
+                    if d.group_id in retry:
+                        del described[d.group_id]
+        return described, consumer_groups, streams_groups
+
+    def _poll_into(
+        self, result: PollResult, started: float, pod: SidecarObservation | None
+    ) -> None:
+        groups = self._watched_groups(result)
+        failures: list[FailedRequest] = []
+        coordinators, lookup_failures = self.edge.coordinators(g.group_id for g in groups)
+        failures += lookup_failures
+
+        described, consumer_groups, streams_groups = self._describe(groups, coordinators, failures)
 
         offsets_list, fetch_failures = self.edge.offset_fetch(
             _by_coordinator([g.group_id for g in groups], coordinators)
@@ -221,6 +259,12 @@ class ClusterPoller:
             self._refresh_topic_list(started)
         topics = self._topics_that_matter(groups, described, offsets)
         topics.update(t for d in consumer_groups.values() for m in d.members for t, _ in m.assigned)
+        topics.update(
+            t
+            for d in streams_groups.values()
+            for sub in d.subtopologies or ()
+            for t in (*sub.source_topics, *sub.repartition_source_topics)
+        )
         if self.sidecar is not None and pod is not None:
             topics.update(self.sidecar.changelog_topics(pod))
         if refresh:
@@ -251,6 +295,7 @@ class ClusterPoller:
             groups=groups,
             described=described,
             consumer_groups=consumer_groups,
+            streams_groups=streams_groups,
             offsets=offsets,
             topics=metadata,
             log_end=_by_key(log_end),

@@ -12,3 +12,11 @@ class ConsumerGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):  # type: ign
 
 class ConsumerGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]
     pass
+
+
+class StreamsGroupDescribeRequest(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]
+    """KIP-1071 StreamsGroupDescribe (API key 89): epochs, topology, members and their tasks."""
+
+
+class StreamsGroupDescribeResponse(ApiMessage, load_json=_SCHEMAS):  # type: ignore[call-arg,misc]
+    pass

@@ -65,6 +65,59 @@ class ConsumerGroupDescription:
 
 
 @dataclass(frozen=True, slots=True)
+class StreamsTaskSet:
+    """Tasks of one sub-topology: KIP-1071 names a task by sub-topology id and partition."""
+
+    subtopology: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupMember:
+    """A KIP-1071 streams group member (one stream thread), as StreamsGroupDescribe reports it."""
+
+    member_id: str
+    client_id: str
+    client_host: str
+    group_instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    process_id: str
+    endpoint: str | None  # "host:port" of application.server
+    client_tags: tuple[tuple[str, str], ...]
+    active: tuple[StreamsTaskSet, ...]
+    standby: tuple[StreamsTaskSet, ...]
+    warmup: tuple[StreamsTaskSet, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Subtopology:
+    """One sub-topology of a streams group's topology, as the broker holds it."""
+
+    subtopology_id: str
+    source_topics: tuple[str, ...]
+    repartition_source_topics: tuple[str, ...]
+    repartition_sink_topics: tuple[str, ...]
+    changelog_topics: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupDescription:
+    group_id: str
+    error_code: int
+    error_message: str | None
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int | None  # None: no topology initialised yet
+    # None when the broker has none to give (group not initialised, source
+    # topics missing or partitioned wrongly: the group is NotReady then).
+    subtopologies: tuple[Subtopology, ...] | None
+    members: tuple[StreamsGroupMember, ...]
+    coordinator_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class CommittedOffset:
     topic: str
     partition: int

@@ -1,7 +1,14 @@
 """Group members as the snapshot shows them: consumer-protocol data, and for
-Kafka Streams members the decoded SubscriptionInfo and AssignmentInfo."""
+Kafka Streams members the decoded SubscriptionInfo and AssignmentInfo (classic
+groups) or the tasks the broker assigned (KIP-1071 streams groups)."""
 
-from agent.collect.raw import ConsumerGroupMember, RawMember
+from agent.collect.raw import (
+    ConsumerGroupMember,
+    RawMember,
+    StreamsGroupMember,
+    StreamsTaskSet,
+    Subtopology,
+)
 from agent.model import (
     ClientTag,
     DecodeIssue,
@@ -65,6 +72,60 @@ def consumer_group_member_view(member: ConsumerGroupMember) -> MemberInfo:
     )
 
 
+def streams_group_member_view(
+    member: StreamsGroupMember, subtopologies: "tuple[Subtopology, ...] | None"
+) -> MemberInfo:
+    """A KIP-1071 streams group member. The broker names its tasks (sub-topology id and
+    partition); the partitions a task reads come from the group's topology: partition p
+    of every topic its sub-topology reads. Without a topology a task has no partitions."""
+    reads = {
+        s.subtopology_id: (*s.source_topics, *s.repartition_source_topics)
+        for s in subtopologies or ()
+    }
+
+    def tasks(sets: tuple[StreamsTaskSet, ...]) -> tuple[StreamsTask, ...]:
+        named = sorted(((s.subtopology, p) for s in sets for p in s.partitions), key=_task_order)
+        return tuple(
+            StreamsTask(
+                f"{subtopology}_{partition}",
+                tuple(TopicPartitionRef(t, partition) for t in sorted(reads.get(subtopology, ()))),
+            )
+            for subtopology, partition in named
+        )
+
+    active = tasks(member.active)
+    thread = parse_stream_thread_client_id(member.client_id)
+    return MemberInfo(
+        member_id=member.member_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        group_instance_id=member.group_instance_id,
+        assigned_partitions=tuple(
+            sorted({p for t in active for p in t.partitions}, key=lambda p: (p.topic, p.partition))
+        ),
+        rack_id=member.rack_id,
+        member_epoch=member.member_epoch,
+        streams=StreamsMemberInfo(
+            process_id=member.process_id,
+            thread_index=thread.thread_index if thread else None,
+            base_client_id=thread.base_client_id if thread else None,
+            endpoint=member.endpoint,
+            active_tasks=active,
+            standby_tasks=tasks(member.standby),
+            warmup_tasks=tasks(member.warmup),
+            client_tags=tuple(ClientTag(k, v) for k, v in sorted(member.client_tags)),
+        ),
+    )
+
+
+def _task_order(task: tuple[str, int]) -> tuple[int, str, int]:
+    """Numeric sub-topology ids in number order ("2" before "10"), named ones after."""
+    subtopology, partition = task
+    if subtopology.isdigit():
+        return (0, f"{int(subtopology):012d}", partition)
+    return (1, subtopology, partition)
+
+
 def _streams_info(raw: RawMember, decoded: DecodedStreamsMember) -> StreamsMemberInfo | None:
     sub, asg = decoded.subscription_info, decoded.assignment_info
     if sub is None and asg is None:
@@ -110,4 +171,4 @@ def _refs(
     return tuple(TopicPartitionRef(tp.topic, tp.partition) for tp in sorted(partitions))
 
 
-__all__ = ["TaskId", "consumer_group_member_view", "member_view"]
+__all__ = ["TaskId", "consumer_group_member_view", "member_view", "streams_group_member_view"]

@@ -183,7 +183,8 @@ def _groups(snapshots: list[Snapshot]) -> Iterator[Metric]:
     )
     epoch = _gauge(
         "ksmon_group_epoch",
-        "The group epoch of a KIP-848 consumer group (it grows with every membership change).",
+        "The group epoch of a KIP-848 consumer group or a KIP-1071 streams group (it grows "
+        "with every membership or topology change).",
         ["kafka_cluster", "group"],
     )
     metadata_bytes = _gauge(

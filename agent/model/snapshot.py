@@ -50,6 +50,9 @@ class GroupInfo:
     # KIP-848 / KIP-1071 groups.
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    # KIP-1071 streams groups: the epoch of the topology the broker holds (None before
+    # the first member sent one).
+    topology_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,12 +94,26 @@ class StreamsMemberInfo:
     assignment_version: int | None = None
     commonly_supported_version: int | None = None
     active_tasks: tuple[StreamsTask, ...] = ()
-    standby_tasks: tuple[StreamsTask, ...] = ()  # warm-up replicas are indistinguishable
+    # Classic groups: warm-up replicas are among the standbys, indistinguishable;
+    # KIP-1071 streams groups list them apart, in warmup_tasks.
+    standby_tasks: tuple[StreamsTask, ...] = ()
     task_offset_sums: tuple[TaskOffsetSum, ...] = ()
     subscription_error_code: int | None = None
     assignment_error_code: int | None = None
     next_rebalance_ms: int | None = None  # None when none is scheduled (Long.MAX)
     client_tags: tuple[ClientTag, ...] = ()
+    warmup_tasks: tuple[StreamsTask, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SubtopologyInfo:
+    """One sub-topology of a KIP-1071 streams group, as the broker holds its topology."""
+
+    subtopology_id: str  # the task ids' first part: task "<subtopology_id>_<partition>"
+    source_topics: tuple[str, ...] = ()  # user topics it reads
+    repartition_source_topics: tuple[str, ...] = ()  # internal repartition topics it reads
+    repartition_sink_topics: tuple[str, ...] = ()  # repartition topics it writes
+    changelog_topics: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,6 +315,9 @@ class Snapshot:
     errors: tuple[PollError, ...] = ()
     # Only from an agent in sidecar mode, on its own application's group.
     sidecar: SidecarInfo | None = None
+    # KIP-1071 streams groups: the topology the broker holds (empty otherwise, and
+    # while the group has none: state NotReady).
+    subtopologies: tuple[SubtopologyInfo, ...] = ()
 
     @property
     def key(self) -> bytes:

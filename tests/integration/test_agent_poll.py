@@ -9,13 +9,18 @@ from kafka.admin import KafkaAdminClient
 
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
+from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
 from agent.model import AgentInfo, Snapshot
-from tests.support.kafka_tools import describe_offsets
+from tests.support.kafka_tools import (
+    describe_offsets,
+    describe_streams_group,
+    set_group_config,
+)
 from tests.support.streams import StreamsApps, unique_name
 
 pytestmark = pytest.mark.integration
@@ -116,6 +121,98 @@ def test_decoded_tasks_per_thread_and_instance_equal_what_the_app_reports(
             subtopology, partition = task.task.split("_")
             expected = topic if subtopology == "0" else f"{app}-counts-repartition"
             assert [(p.topic, p.partition) for p in task.partitions] == [(expected, int(partition))]
+
+
+def sidecar_sees_the_same(
+    edge: KafkaEdge, app: str, instance: StreamsAppInstance, central: Snapshot
+) -> None:
+    """A sidecar describes its own group by id: DescribeGroups says "not a classic group",
+    and the same poll asks StreamsGroupDescribe."""
+    sidecar = ClusterPoller(
+        "local",
+        AgentInfo("test", "0", "sidecar"),
+        edge,
+        sidecar=SidecarCollector(SidecarSettings(app, instance.metrics_url, 5.0, None)),
+    )
+    result = sidecar.poll()
+    assert result.ok, result.error
+    (from_sidecar,) = result.snapshots
+    assert from_sidecar.group.group_type == "streams"
+    assert not from_sidecar.errors, from_sidecar.errors
+    assert ksmon_view(from_sidecar) == ksmon_view(central)
+    assert from_sidecar.sidecar is not None
+    process = (instance.oracle() or {})["processId"]
+    assert set(from_sidecar.sidecar.member_ids) == {
+        m.member_id for m in from_sidecar.members if m.streams and m.streams.process_id == process
+    }
+    assert len(from_sidecar.sidecar.member_ids) == 2
+
+
+def test_a_kip1071_streams_group_is_described_like_a_classic_one(
+    kafka: EmbeddedKafka, streams_apps: StreamsApps, edge: KafkaEdge
+) -> None:
+    """group.protocol=streams: the broker assigns the tasks and DescribeGroups knows no such
+    group; StreamsGroupDescribe gives the same per-thread view the classic decoding gives,
+    centrally (the group listed as type streams) and from a sidecar (never listed)."""
+    app = unique_name("kip1071")
+    topic = f"{app}-input"
+    create_topics(kafka.bootstrap_servers, {topic: PARTITIONS})
+    config = StreamsAppConfig(
+        application_id=app,
+        input_topic=topic,
+        output_topic=f"{app}-out",
+        threads=2,
+        application_server=True,
+        streams_config={"group.protocol": "streams"},
+    )
+    # Standbys of a streams group are the broker's to assign: a group config, not the app's.
+    set_group_config(kafka, app, {"streams.num.standby.replicas": "1"})
+    instances = streams_apps.start(config, instances=2)
+    poller = poller_for(edge, app)
+    seen: dict[str, Any] = {}
+
+    def views_agree() -> bool:
+        snapshot = snapshot_of(poller, app)
+        if snapshot.group.state != "Stable" or len(snapshot.members) != 4:
+            return False
+        seen["snapshot"] = snapshot
+        view = ksmon_view(snapshot)
+        return view == app_view(instances) and all(standby for _, standby in view.values())
+
+    wait_until(views_agree, timeout=90, what="ksmon's view of the streams group to match the app's")
+
+    snapshot: Snapshot = seen["snapshot"]
+    assert (snapshot.group.group_type, snapshot.group.protocol_type) == ("streams", "streams")
+    assert snapshot.group.is_streams
+    oracle = describe_streams_group(kafka, app)
+    assert oracle is not None
+    assert oracle.state == "Stable"
+    assert snapshot.group.group_epoch is not None
+    assert snapshot.group.group_epoch <= oracle.group_epoch, "epochs only grow"
+    assert snapshot.group.assignment_epoch == snapshot.group.group_epoch, "Stable: reconciled"
+    assert {m.member_epoch for m in snapshot.members} == {snapshot.group.group_epoch}
+    # The topology the broker holds: the count reads the input, then its repartition topic.
+    repartition = f"{app}-counts-repartition"
+    topology = {s.subtopology_id: s for s in snapshot.subtopologies}
+    assert set(topology) == {"0", "1"}
+    assert topology["0"].source_topics == (topic,)
+    assert topology["0"].repartition_sink_topics == (repartition,)
+    assert topology["1"].repartition_source_topics == (repartition,)
+    assert topology["1"].changelog_topics == (f"{app}-counts-changelog",)
+    for m in snapshot.members:
+        assert m.streams is not None
+        assert m.streams.endpoint in {f"127.0.0.1:{i.oracle_port}" for i in instances}
+        for task in m.streams.active_tasks:
+            subtopology, partition = task.task.split("_")
+            expected = topic if subtopology == "0" else repartition
+            assert [(p.topic, p.partition) for p in task.partitions] == [(expected, int(partition))]
+        assert {(p.topic, p.partition) for p in m.assigned_partitions} == {
+            (p.topic, p.partition) for t in m.streams.active_tasks for p in t.partitions
+        }
+    owners = {(p.topic, p.partition): p.owner_member_id for p in snapshot.partitions}
+    assert all(owners[(topic, n)] is not None for n in range(PARTITIONS)), owners
+
+    sidecar_sees_the_same(edge, app, instances[0], snapshot)
 
 
 def test_committed_offsets_and_lag_equal_what_consumer_group_command_prints(

@@ -176,6 +176,20 @@ def _app(prefix: str, name: str, **kwargs: Any) -> StreamsAppConfig:
     )
 
 
+def _kip1071_app(prefix: str, name: str, **kwargs: Any) -> StreamsAppConfig:
+    """The same app under ``group.protocol=streams`` (KIP-1071): the broker assigns its
+    tasks, and session timeouts are the broker's group settings, not the client's."""
+    app = f"{prefix}-{name}"
+    return StreamsAppConfig(
+        application_id=app,
+        input_topic=f"{app}-in",
+        table_topic=f"{app}-table",
+        output_topic=f"{app}-out",
+        streams_config={"group.protocol": "streams"},
+        **kwargs,
+    )
+
+
 def _tasks(instance: StreamsAppInstance) -> list[str]:
     state = instance.oracle() or {}
     return sorted(t["taskId"] for th in state.get("threads", []) for t in th["activeTasks"])
@@ -215,6 +229,7 @@ def live(
     config = _config(kafka, work, prefix)
     apps = StreamsApps(kafka, streams_app_build, work / "apps")
     hot = _app(prefix, "hot", topology="join")
+    hot_kip1071 = _kip1071_app(prefix, "hot-kip1071", topology="join")
     restore = _app(prefix, "restore", static_membership=True, restore_marker=work / "hold-restore")
     # The pill kills the instance that runs the processor that throws on it (a canary of
     # a bad build, say); the other instance handles it, so the group keeps one instance.
@@ -228,8 +243,10 @@ def live(
         streams_config={"max.poll.interval.ms": "1500"},
     )
     steady, rolling, scale = (_app(prefix, n) for n in ("steady", "rolling", "scale"))
-    everything = (hot, restore, poison, loop, steady, rolling, scale)
-    topics = {c.input_topic: PARTITIONS for c in everything} | {hot.table_topic: PARTITIONS}
+    everything = (hot, hot_kip1071, restore, poison, loop, steady, rolling, scale)
+    topics = {c.input_topic: PARTITIONS for c in everything} | {
+        c.table_topic: PARTITIONS for c in (hot, hot_kip1071)
+    }
     create_topics(kafka.bootstrap_servers, topics | {loop.input_topic: LOOP_PARTITIONS})
 
     agent_runner = AgentRunner(config)
@@ -239,7 +256,15 @@ def live(
         agent_runner.start()
         job.start()
         # Every JVM at once: they boot in parallel.
-        counts = ((hot, 2), (restore, 1), (loop, 1), (steady, 2), (rolling, 2), (scale, 2))
+        counts = (
+            (hot, 2),
+            (hot_kip1071, 2),
+            (restore, 1),
+            (loop, 1),
+            (steady, 2),
+            (rolling, 2),
+            (scale, 2),
+        )
         started = {app.application_id: apps.start(app, n, wait=False) for app, n in counts}
         started[poison.application_id] = [
             *apps.start(poison, 1, wait=False),
@@ -248,7 +273,7 @@ def live(
         for instances in started.values():
             for instance in instances:
                 instance.wait_until_running(timeout=300)
-        for app, tasks in ((hot, PARTITIONS), (poison, 2 * PARTITIONS)):
+        for app, tasks in ((hot, PARTITIONS), (hot_kip1071, PARTITIONS), (poison, 2 * PARTITIONS)):
             _settled(started[app.application_id], tasks)
 
         # Healthy runs start with steady load everywhere.
@@ -259,6 +284,7 @@ def live(
             {name: Facts(name, f"{prefix}-{name}") for name in ("steady", "rolling", "scale")}
         )
         _inject_faults(state, kafka, started, hot, restore, poison, loop, work)
+        _inject_hot(state, started[hot_kip1071.application_id], hot_kip1071, "hot-kip1071")
         _healthy_churn(state, started[rolling.application_id], scale)
         yield state
         if RECORD_DIR:
@@ -298,14 +324,7 @@ def _inject_faults(
 ) -> None:
     restore_marker = work / "hold-restore"
     slow_marker = work / "slow"
-    # 1. Hot: two hot keys aimed at two partitions instance 0 holds.
-    first, _second = started[hot.application_id]
-    owned = sorted(int(t.split("_")[1]) for t in _tasks(first))[:2]
-    hot_keys = {key_for_partition(p, PARTITIONS, prefix="hot"): 0.45 for p in owned}
-    state.load(hot.input_topic, 200, KeySkew(hot_keys, cold_keys=64))
-    state.facts["hot"] = Facts(
-        "hot", hot.application_id, _process(first), tuple(f"0_{p}" for p in owned)
-    )
+    _inject_hot(state, started[hot.application_id], hot, "hot")
 
     # 2. Restore: keys of state, then a restart with no local state and the restore
     # held by the throttle marker, while input keeps arriving.
@@ -338,6 +357,19 @@ def _inject_faults(
     state.facts["loop"] = Facts("loop", loop.application_id)
 
 
+def _inject_hot(
+    state: Live, instances: list[StreamsAppInstance], app: StreamsAppConfig, scenario: str
+) -> None:
+    """Two hot keys aimed at two partitions instance 0 holds."""
+    first, _second = instances
+    owned = sorted(int(t.split("_")[1]) for t in _tasks(first))[:2]
+    hot_keys = {key_for_partition(p, PARTITIONS, prefix="hot"): 0.45 for p in owned}
+    state.load(app.input_topic, 200, KeySkew(hot_keys, cold_keys=64))
+    state.facts[scenario] = Facts(
+        scenario, app.application_id, _process(first), tuple(f"0_{p}" for p in owned)
+    )
+
+
 def _record(state: Live, directory: Path) -> None:
     """Save each decided scenario's snapshots, from its group's first poll to the
     evaluation that decided its test, and the thresholds they were judged by."""
@@ -352,6 +384,12 @@ def test_two_hot_partitions_on_one_instance_are_found_with_the_member_and_instan
     live: Live,
 ) -> None:
     live.expect("hot")
+
+
+def test_the_same_hot_partitions_are_found_when_the_app_runs_the_streams_protocol(
+    live: Live,
+) -> None:
+    live.expect("hot-kip1071")
 
 
 def test_a_restore_held_by_the_throttle_is_found_as_stalled(live: Live) -> None:

@@ -81,3 +81,60 @@ def describe_offsets(kafka: EmbeddedKafka, group: str) -> dict[tuple[str, int], 
             )
             rows[(row.topic, row.partition)] = row
     return rows
+
+
+CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+
+
+def set_group_config(kafka: EmbeddedKafka, group: str, config: dict[str, str]) -> None:
+    """``kafka-configs --entity-type groups --alter --add-config``: per-group settings, such as
+    ``streams.num.standby.replicas`` (a KIP-1071 group takes it from the broker, not the app)."""
+    result = kafka.distribution.run_tool(
+        CONFIG_COMMAND,
+        [
+            "--bootstrap-server",
+            kafka.bootstrap_servers,
+            "--entity-type",
+            "groups",
+            "--entity-name",
+            group,
+            "--alter",
+            "--add-config",
+            ",".join(f"{k}={v}" for k, v in config.items()),
+        ],
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"ConfigCommand failed: {result.stderr or result.stdout}")
+
+
+@dataclass(frozen=True)
+class StreamsGroupState:
+    state: str
+    group_epoch: int
+    target_assignment_epoch: int
+    members: int
+
+
+def describe_streams_group(kafka: EmbeddedKafka, group: str) -> StreamsGroupState | None:
+    """``kafka-streams-groups --describe --state --verbose``, parsed (None: no such row)."""
+    result = kafka.distribution.run_tool(
+        STREAMS_GROUP_COMMAND,
+        [
+            "--bootstrap-server",
+            kafka.bootstrap_servers,
+            "--describe",
+            "--state",
+            "--verbose",
+            "--group",
+            group,
+        ],
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"StreamsGroupCommand failed: {result.stderr or result.stdout}")
+    for line in result.stdout.splitlines():
+        fields = line.split()
+        # GROUP COORDINATOR (ID) STATE GROUP-EPOCH TARGET-ASSIGNMENT-EPOCH #MEMBERS
+        if len(fields) == 7 and fields[0] == group:
+            return StreamsGroupState(fields[3], int(fields[4]), int(fields[5]), int(fields[6]))
+    return None

@@ -25,7 +25,8 @@ SNAPSHOTS_FILE = "snapshots.jsonl.gz"
 FACTS_FILE = "scenario.yaml"
 REPLAY_CONFIG = "ksmon.yaml"
 
-PROBLEMS = ("hot", "restore", "poison", "loop")
+# hot-kip1071: the hot scenario with the app on group.protocol=streams (KIP-1071).
+PROBLEMS = ("hot", "hot-kip1071", "restore", "poison", "loop")
 HEALTHY = ("steady", "rolling", "scale")
 
 
@@ -78,19 +79,22 @@ def _loop(f: Finding, _facts: Facts) -> None:
     assert "max.poll.interval.ms" in f.evidence["likely_cause"], f.evidence
 
 
-EXPECTED: Mapping[str, tuple[Expected, ...]] = {
-    "hot": (
-        Expected(
-            "hot_partitions_colocated at member level",
-            lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is not None,
-            _hot_member,
-        ),
-        Expected(
-            "hot_partitions_colocated at instance level",
-            lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is None,
-            _hot_instance,
-        ),
+_HOT = (
+    Expected(
+        "hot_partitions_colocated at member level",
+        lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is not None,
+        _hot_member,
     ),
+    Expected(
+        "hot_partitions_colocated at instance level",
+        lambda f: f.kind == "hot_partitions_colocated" and f.subject.thread is None,
+        _hot_instance,
+    ),
+)
+
+EXPECTED: Mapping[str, tuple[Expected, ...]] = {
+    "hot": _HOT,
+    "hot-kip1071": _HOT,
     "restore": (Expected("restore_stalled", lambda f: f.kind == "restore_stalled", _restore),),
     "poison": (
         Expected("stream_threads_dead", lambda f: f.kind == "stream_threads_dead", _poison),
