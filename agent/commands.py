@@ -6,7 +6,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
@@ -19,6 +19,7 @@ from agent.explain.findings import findings_for_group
 from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
 from agent.runner import AgentRunner, agent_identity
+from agent.streams.topology import TopologyDescription, TopologyParseError, parse_topology
 from agent.terminal import table
 
 
@@ -149,7 +150,23 @@ def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) 
         group,
         target.cluster.name if target.cluster_named else None,
     )
-    return build_report(first, second, findings, source)
+    topology, problem = configured_topology(target.config, target.cluster.name, group)
+    report = build_report(first, second, findings, source, topology)
+    return replace(report, problems=(*report.problems, problem)) if problem else report
+
+
+def configured_topology(
+    config: Config, cluster: str, group: str
+) -> tuple[TopologyDescription | None, str | None]:
+    """The group's configured describe() text, parsed; or why it could not be read now
+    (the loader checked it, but a file can change or go away since)."""
+    configured = config.topology(cluster, group)
+    if configured is None:
+        return None, None
+    try:
+        return parse_topology(configured.describe_text()), None
+    except (OSError, UnicodeDecodeError, TopologyParseError) as e:
+        return None, f"topology: the configured Topology#describe() text: {e}"
 
 
 def _findings_topic(config: Config) -> str:

@@ -179,6 +179,9 @@ def _members(snapshots: DataFrame) -> DataFrame:
         process.alias("process"),
         thread.alias("thread"),
         F.col("m.streams").isNotNull().alias("decoded"),
+        # KIP-848 and KIP-1071 members: the broker assigns them and describes them in every
+        # group state (a classic group's members come without metadata mid-rebalance).
+        F.col("m.member_epoch").isNotNull().alias("broker_assigned"),
         # Who a member is across rebalances: a Kafka Streams thread (process,
         # thread index), else the client id (plain consumers, undecoded members).
         F.coalesce(

@@ -49,9 +49,11 @@ from agent.config.schema import (
     SpoolInputConfig,
     SpoolSinkConfig,
     TlsConfig,
+    TopologyConfig,
 )
 from agent.config.values import format_duration, format_size
 from agent.config.yaml_source import load_yaml
+from agent.streams.topology import TopologyParseError, parse_topology
 
 _CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -102,7 +104,48 @@ def _read_config(top: Section) -> Config:
         aggregation=_read_aggregation(
             top.section("aggregation", AggregationConfig), clusters, sink
         ),
+        topologies=_read_topologies(top, clusters),
     )
+
+
+def _read_topologies(
+    top: Section, clusters: tuple[ClusterConfig, ...]
+) -> tuple[TopologyConfig, ...]:
+    if not top.has("topologies"):
+        return ()
+    topologies: list[TopologyConfig] = []
+    first_of: dict[tuple[str, str | None], str] = {}
+    for s in top.sections("topologies", TopologyConfig, what="topology"):
+        group = s.text("group", expected="the application.id")
+        cluster = _cluster_name(s, clusters, "") if s.has("cluster") else None
+        if s.has("file") == s.has("text"):
+            raise s.fail(
+                "file",
+                "give the Topology#describe() output in exactly one of file: (a path) "
+                "or text: (inline)",
+            )
+        topology = TopologyConfig(
+            group=group,
+            cluster=cluster,
+            file=s.optional_path("file"),
+            text=s.text("text") if s.has("text") else None,
+        )
+        key = "file" if topology.file is not None else "text"
+        try:
+            parse_topology(topology.describe_text())
+        except OSError as e:
+            raise s.fail("file", f"cannot read the topology file: {e.strerror}") from None
+        except UnicodeDecodeError:
+            raise s.fail("file", "the topology file is not UTF-8 text") from None
+        except TopologyParseError as e:
+            raise s.fail(key, f"not a Topology#describe() output: {e}") from None
+        if (group, cluster) in first_of:
+            raise s.fail(
+                "group", f"a second topology for {group!r} (first at {first_of[(group, cluster)]})"
+            )
+        first_of[(group, cluster)] = s.at("group").path
+        topologies.append(topology)
+    return tuple(topologies)
 
 
 def _read_agent(s: Section) -> AgentConfig:

@@ -284,6 +284,25 @@ class AggregationConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class TopologyConfig:
+    """An application's ``Topology#describe()`` output, for a group whose broker does not
+    hold its topology (classic groups): in ``file`` or inline in ``text``, one of them.
+    Checked when the config loads."""
+
+    group: str  # the application.id
+    cluster: str | None = None  # None: the group of that name on every cluster
+    file: Path | None = None
+    text: str | None = None
+
+    def describe_text(self) -> str:
+        """The description's text; OSError when its file cannot be read (any more)."""
+        if self.text is not None:
+            return self.text
+        assert self.file is not None  # noqa: S101 - the loader requires one of them
+        return self.file.read_text(encoding="utf-8")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Config:
     agent: AgentConfig = field(default_factory=AgentConfig)
     http: HttpConfig = HttpConfig()
@@ -293,6 +312,7 @@ class Config:
     exposition: ExpositionConfig = ExpositionConfig()
     sidecar: SidecarConfig | None = None  # set exactly when agent.mode is sidecar
     aggregation: AggregationConfig = AggregationConfig()
+    topologies: tuple[TopologyConfig, ...] = ()
 
     def cluster(self, name: str) -> ClusterConfig:
         """The cluster called ``name``; KeyError if none is."""
@@ -300,6 +320,13 @@ class Config:
             if cluster.name == name:
                 return cluster
         raise KeyError(name)
+
+    def topology(self, cluster: str, group: str) -> TopologyConfig | None:
+        """The configured topology of ``group`` on ``cluster`` (one naming the cluster
+        first, then one for the group on every cluster)."""
+        named = [t for t in self.topologies if t.group == group and t.cluster == cluster]
+        anywhere = [t for t in self.topologies if t.group == group and t.cluster is None]
+        return next(iter(named + anywhere), None)
 
     def describe(self) -> str:
         """A summary for a person, one line per cluster; it never contains a secret."""
@@ -314,6 +341,12 @@ class Config:
         if self.sidecar is not None:
             lines.append(_describe_sidecar(self.sidecar))
         lines.append(f"aggregation job: {_describe_aggregation(self.aggregation)}")
+        if self.topologies:
+            named = ", ".join(
+                t.group if t.cluster is None else f"{t.group} on {t.cluster}"
+                for t in self.topologies
+            )
+            lines.append(f"topologies (Topology#describe()) for: {named}")
         return "\n".join(lines)
 
 

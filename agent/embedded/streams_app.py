@@ -176,6 +176,12 @@ class StreamsAppInstance:
             return None
         return state if isinstance(state, dict) else None
 
+    def topology_text(self) -> str:
+        """``Topology#describe()`` as the app printed it (its oracle's /topology)."""
+        url = f"http://{LOOPBACK}:{self.oracle_port}/topology"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return str(response.read().decode())
+
     def metrics_text(self) -> str:
         """The JMX exporter's Prometheus text for this JVM."""
         with urllib.request.urlopen(self.metrics_url, timeout=5) as response:  # noqa: S310

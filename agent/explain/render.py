@@ -3,7 +3,13 @@
 import time
 from collections.abc import Iterable, Sequence
 
-from agent.explain.report import GroupReport, InstanceLine, PartitionLine, TaskLine
+from agent.explain.report import (
+    GroupReport,
+    InstanceLine,
+    PartitionLine,
+    SubtopologyLine,
+    TaskLine,
+)
 from agent.terminal import table
 
 
@@ -15,6 +21,9 @@ def render_report(report: GroupReport) -> str:
     if report.other_members:
         title = "MEMBERS" if not report.is_streams else "MEMBERS WITHOUT KAFKA STREAMS DATA"
         lines += [title, *(f"  {m}" for m in report.other_members), ""]
+    if report.topology:
+        lines += [_TOPOLOGY_TITLE[report.topology_source or "broker"]]
+        lines += [f"  {_subtopology(s)}" for s in report.topology] + [""]
     if report.partitions:
         lines += ["PARTITIONS", *_partitions(report.partitions), ""]
     if report.internal_topics:
@@ -73,6 +82,22 @@ def _findings(report: GroupReport) -> list[str]:
 
 
 _SEVERITY = {"critical": 0, "warning": 1, "info": 2}
+_TOPOLOGY_TITLE = {
+    "broker": "TOPOLOGY (as the broker holds it)",
+    "config": "TOPOLOGY (from the configured Topology#describe() text)",
+}
+
+
+def _subtopology(s: SubtopologyLine) -> str:
+    tasks = "global store, no tasks" if s.is_global else f"{s.active_tasks} active tasks"
+    parts = [f"sub-topology {s.subtopology}: {tasks}", f"reads {', '.join(s.reads) or '-'}"]
+    if s.writes:
+        parts.append(f"writes {', '.join(s.writes)}")
+    if s.stores:
+        parts.append(f"stores {', '.join(s.stores)}")
+    if s.processors:
+        parts.append(f"{len(s.processors)} processors")
+    return "; ".join(parts)
 
 
 def _instances(instances: Sequence[InstanceLine]) -> list[str]:
@@ -90,6 +115,7 @@ def _instances(instances: Sequence[InstanceLine]) -> list[str]:
             name = f"thread {thread.thread}" if thread.thread is not None else "thread ?"
             active = [t for t in thread.tasks if t.kind == "active"]
             standby = [t for t in thread.tasks if t.kind == "standby"]
+            warmup = [t for t in thread.tasks if t.kind == "warmup"]
             lines.append(
                 f"    {name}: load {_rate(thread.load_records_per_second)}, "
                 f"{len(active)} active, {len(standby)} standby"
@@ -97,6 +123,8 @@ def _instances(instances: Sequence[InstanceLine]) -> list[str]:
             lines += [f"      {_task(t)}" for t in active]
             if standby:
                 lines.append(f"      standby {' '.join(_standby(t) for t in standby)}")
+            if warmup:
+                lines.append(f"      warm-up {' '.join(t.task for t in warmup)}")
     return lines
 
 

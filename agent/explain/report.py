@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.model import MemberInfo, PartitionInfo, Snapshot, StreamsMemberInfo
+from agent.streams.internal_topics import changelog_store_name
+from agent.streams.topology import TopologyDescription
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +33,7 @@ class PartitionLine:
 @dataclass(frozen=True, slots=True)
 class TaskLine:
     task: str
-    kind: str  # active | standby
+    kind: str  # active | standby | warmup (KIP-1071 groups list warm-up replicas apart)
     partitions: tuple[PartitionLine, ...] = ()
     records_per_second: float | None = None  # active tasks: sum over their partitions
     # The member's reported changelog offset sum: -2 running active, >= 0 local state.
@@ -74,6 +76,19 @@ class RebalanceLine:
 
 
 @dataclass(frozen=True, slots=True)
+class SubtopologyLine:
+    """One sub-topology: what it reads and writes, its stores, and its tasks now."""
+
+    subtopology: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]  # topics it writes (from a broker: repartition topics only)
+    stores: tuple[str, ...]
+    processors: tuple[str, ...] = ()  # known from a describe() text only
+    active_tasks: int = 0  # held by the group's members at the second poll
+    is_global: bool = False  # a global store's: no tasks
+
+
+@dataclass(frozen=True, slots=True)
 class FindingLine:
     kind: str
     severity: str
@@ -103,6 +118,9 @@ class GroupReport:
     findings: tuple[FindingLine, ...] | None = None
     findings_source: str | None = None  # where the findings came from, or why none
     problems: tuple[str, ...] = field(default_factory=tuple)  # poll errors, decode errors
+    topology: tuple[SubtopologyLine, ...] = ()
+    # "broker" (a KIP-1071 group's own) or "config" (a configured describe() text).
+    topology_source: str | None = None
 
 
 def partition_rates(first: Snapshot, second: Snapshot) -> dict[tuple[str, int], float]:
@@ -124,8 +142,10 @@ def build_report(
     second: Snapshot,
     findings: Sequence[FindingLine] | None = None,
     findings_source: str | None = None,
+    topology: TopologyDescription | None = None,
 ) -> GroupReport:
-    """The report on ``second``'s group; ``first`` is the earlier poll used for rates."""
+    """The report on ``second``'s group; ``first`` is the earlier poll used for rates;
+    ``topology``: the application's configured describe() text, parsed."""
     rates = partition_rates(first, second)
     partitions = {
         (p.topic, p.partition): _partition_line(p, rates.get((p.topic, p.partition)))
@@ -173,7 +193,52 @@ def build_report(
         findings=None if findings is None else tuple(findings),
         findings_source=findings_source,
         problems=tuple(problems),
+        topology=_topology(second, topology),
+        topology_source=(
+            "config" if topology is not None else "broker" if second.subtopologies else None
+        ),
     )
+
+
+def _topology(
+    snapshot: Snapshot, configured: TopologyDescription | None
+) -> tuple[SubtopologyLine, ...]:
+    """A configured description first (it names processors and stores); else the one a
+    KIP-1071 group's broker holds."""
+    tasks: dict[str, int] = defaultdict(int)
+    for m in snapshot.members:
+        for task in m.streams.active_tasks if m.streams is not None else ():
+            tasks[task.task.rsplit("_", 1)[0]] += 1
+    if configured is not None:
+        named = configured.for_application(snapshot.group.group_id)
+        return tuple(
+            SubtopologyLine(
+                subtopology=str(s.subtopology_id),
+                reads=s.source_topics
+                + tuple(n.topic_pattern for n in s.nodes if n.topic_pattern is not None),
+                writes=s.sink_topics,
+                stores=s.stores,
+                processors=s.processors,
+                active_tasks=tasks.get(str(s.subtopology_id), 0),
+                is_global=s.is_global,
+            )
+            for s in named.subtopologies
+        )
+    return tuple(
+        SubtopologyLine(
+            subtopology=s.subtopology_id,
+            reads=(*s.source_topics, *s.repartition_source_topics),
+            writes=s.repartition_sink_topics,
+            stores=tuple(_store_of(snapshot.group.group_id, t) for t in s.changelog_topics),
+            active_tasks=tasks.get(s.subtopology_id, 0),
+        )
+        for s in snapshot.subtopologies
+    )
+
+
+def _store_of(application_id: str, changelog: str) -> str:
+    """The store a changelog topic belongs to (``<application.id>-<store>-changelog``)."""
+    return changelog_store_name(changelog, application_id) or changelog
 
 
 def _partition_line(p: PartitionInfo, rate: float | None) -> PartitionLine:
@@ -221,7 +286,12 @@ def _thread(
 ) -> ThreadLine:
     sums = {s.task: s.offset_sum for s in streams.task_offset_sums}
     tasks = []
-    for kind, task_list in (("active", streams.active_tasks), ("standby", streams.standby_tasks)):
+    kinds = (
+        ("active", streams.active_tasks),
+        ("standby", streams.standby_tasks),
+        ("warmup", streams.warmup_tasks),
+    )
+    for kind, task_list in kinds:
         for task in task_list:
             lines = tuple(
                 partitions.get((tp.topic, tp.partition))

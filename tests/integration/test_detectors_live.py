@@ -1,6 +1,8 @@
 """The four problems, live: the real fixture app driven into each on the real broker, the
 real agent polling it and the real job finding it, with the right subject. And three
-healthy runs (steady load, a rolling restart, a scale-out) that must find nothing.
+healthy runs (steady load, a rolling restart, a scale-out) that must find nothing. The
+hot partitions and the healthy runs also run with the app on ``group.protocol=streams``
+(KIP-1071), where the broker assigns the tasks: same findings, same silence.
 
 All scenarios run side by side under one agent and one job (short windows, 2 s polls),
 so their waits overlap: the module fixture starts every app, injects every fault and
@@ -35,7 +37,9 @@ from agent.embedded.topics import create_topics, end_offsets
 from agent.model.findings import FindingEvent
 from agent.runner import AgentRunner
 from tests.support.live_scenarios import (
+    CHURN,
     EXPECTED,
+    HEALTHY,
     REPLAY_CONFIG,
     Expected,
     Facts,
@@ -243,7 +247,19 @@ def live(
         streams_config={"max.poll.interval.ms": "1500"},
     )
     steady, rolling, scale = (_app(prefix, n) for n in ("steady", "rolling", "scale"))
-    everything = (hot, hot_kip1071, restore, poison, loop, steady, rolling, scale)
+    healthy_kip1071 = tuple(_kip1071_app(prefix, f"{n}-kip1071") for n in CHURN)
+    steady_kip1071, rolling_kip1071, scale_kip1071 = healthy_kip1071
+    everything = (
+        hot,
+        hot_kip1071,
+        restore,
+        poison,
+        loop,
+        steady,
+        rolling,
+        scale,
+        *healthy_kip1071,
+    )
     topics = {c.input_topic: PARTITIONS for c in everything} | {
         c.table_topic: PARTITIONS for c in (hot, hot_kip1071)
     }
@@ -264,6 +280,7 @@ def live(
             (steady, 2),
             (rolling, 2),
             (scale, 2),
+            *((app, 2) for app in healthy_kip1071),
         )
         started = {app.application_id: apps.start(app, n, wait=False) for app, n in counts}
         started[poison.application_id] = [
@@ -277,15 +294,18 @@ def live(
             _settled(started[app.application_id], tasks)
 
         # Healthy runs start with steady load everywhere.
-        for app in (steady, rolling, scale, poison):
+        for app in (steady, rolling, scale, poison, *healthy_kip1071):
             state.load(app.input_topic, 30)
-        state.healthy_done[steady.application_id] = time.time() + 60
-        state.facts.update(
-            {name: Facts(name, f"{prefix}-{name}") for name in ("steady", "rolling", "scale")}
-        )
+        for app in (steady, steady_kip1071):
+            state.healthy_done[app.application_id] = time.time() + 60
+        state.facts.update({name: Facts(name, f"{prefix}-{name}") for name in HEALTHY})
         _inject_faults(state, kafka, started, hot, restore, poison, loop, work)
         _inject_hot(state, started[hot_kip1071.application_id], hot_kip1071, "hot-kip1071")
-        _healthy_churn(state, started[rolling.application_id], scale)
+        _healthy_churn(
+            state,
+            [started[rolling.application_id], started[rolling_kip1071.application_id]],
+            (scale, scale_kip1071),
+        )
         yield state
         if RECORD_DIR:
             _record(state, Path(RECORD_DIR))
@@ -298,18 +318,22 @@ def live(
         apps.stop_all()
 
 
-def _healthy_churn(state: Live, rolling: list[StreamsAppInstance], scale: StreamsAppConfig) -> None:
-    """The scale-out from 2 to 3 instances, and meanwhile the rolling restart: each
+def _healthy_churn(
+    state: Live, rolling: list[list[StreamsAppInstance]], scale: tuple[StreamsAppConfig, ...]
+) -> None:
+    """The scale-outs from 2 to 3 instances, and meanwhile the rolling restarts: each
     instance in turn stopped (SIGTERM, a clean close) and started again on its state.
 
     From this (the main) thread: a JVM dies with the thread that spawned it."""
-    (third,) = state.apps.start(scale, 1, wait=False)
-    for instance in rolling:
-        instance.restart()
-        instance.wait_until_running(timeout=300)
-    state.healthy_done[rolling[0].config.application_id] = time.time()
-    third.wait_until_running(timeout=300)
-    state.healthy_done[scale.application_id] = time.time()
+    thirds = [third for app in scale for third in state.apps.start(app, 1, wait=False)]
+    for instances in rolling:
+        for instance in instances:
+            instance.restart()
+            instance.wait_until_running(timeout=300)
+        state.healthy_done[instances[0].config.application_id] = time.time()
+    for third in thirds:
+        third.wait_until_running(timeout=300)
+        state.healthy_done[third.config.application_id] = time.time()
 
 
 def _inject_faults(
@@ -404,7 +428,7 @@ def test_processing_beyond_max_poll_interval_is_found_as_a_rebalance_loop(live: 
     live.expect("loop")
 
 
-@pytest.mark.parametrize("name", ["steady", "rolling", "scale"])
+@pytest.mark.parametrize("name", HEALTHY)
 def test_healthy_runs_find_nothing(live: Live, name: str) -> None:
     group = live.facts[name].group
     wait_until(lambda: group in live.healthy_done, timeout=900, what=f"{name} run finished")

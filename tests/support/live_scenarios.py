@@ -27,7 +27,9 @@ REPLAY_CONFIG = "ksmon.yaml"
 
 # hot-kip1071: the hot scenario with the app on group.protocol=streams (KIP-1071).
 PROBLEMS = ("hot", "hot-kip1071", "restore", "poison", "loop")
-HEALTHY = ("steady", "rolling", "scale")
+CHURN = ("steady", "rolling", "scale")
+# The healthy runs again with the app on group.protocol=streams.
+HEALTHY = (*CHURN, *(f"{name}-kip1071" for name in CHURN))
 
 
 @dataclass(frozen=True)

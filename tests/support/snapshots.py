@@ -44,6 +44,7 @@ def streams_member(
     subscription_bytes: int = 100,
     assignment_bytes: int = 100,
     app: str = "app",
+    member_epoch: int | None = None,
 ) -> MemberInfo:
     """A Kafka Streams stream thread's member; ``tasks``: task -> its source partitions."""
     tasks = tasks or {}
@@ -58,6 +59,7 @@ def streams_member(
         ),
         subscription_bytes=subscription_bytes,
         assignment_bytes=assignment_bytes,
+        member_epoch=member_epoch,
         streams=StreamsMemberInfo(
             process_id=process,
             thread_index=thread,
@@ -121,6 +123,7 @@ def snapshot(
     state: str = "Stable",
     streams: bool = True,
     generation: int | None = None,
+    group_epoch: int | None = None,
     rebalances: Iterable[RebalanceEvent] = (),
     sidecar: SidecarInfo | None = None,
     max_message_bytes: int | None = 1_048_588,
@@ -133,14 +136,16 @@ def snapshot(
         cluster=cluster,
         agent=AgentInfo(agent, "0.1.0", "sidecar" if sidecar is not None else "central"),
         poll=PollInfo(sequence or int(t), float(t), 0.1),
+        # A group epoch makes it a KIP-1071 streams group (the broker assigns).
         group=GroupInfo(
             group_id=group,
-            group_type="classic",
+            group_type="classic" if group_epoch is None else "streams",
             state=state,
-            protocol_type="consumer",
-            protocol="stream" if streams else "range",
+            protocol_type="consumer" if group_epoch is None else "streams",
+            protocol=("stream" if streams else "range") if group_epoch is None else None,
             is_streams=streams,
             generation=generation,
+            group_epoch=group_epoch,
         ),
         members=tuple(members),
         partitions=tuple(partitions),

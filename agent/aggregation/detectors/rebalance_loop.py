@@ -19,7 +19,9 @@ Legitimate churn:
   rebalance and the members are the same after it;
 * rolling restarts and scale-out/in that settle: every member identity (a
   Streams process and thread index, else a client id) was replaced at most
-  once, and no newcomer came and went again within the window. Each member
+  once, and no newcomer came and went again within the window (members as
+  the Stable polls show them, and every poll of a KIP-848 or KIP-1071 group,
+  whose broker describes its members in every state). Each member
   that joined or left explains up to ``EVENTS_PER_MEMBER_CHANGE`` events
   (the join or leave itself, the follow-up rebalance of cooperative
   assignment, and one more for the task movements that follow);
@@ -174,12 +176,16 @@ def membership_churn(ctx: Context) -> DataFrame:
     """Per evaluation: how the group's members changed within the loop window."""
     window = ctx.params.loop_window
     evaluations = ctx.evaluations.select(*KEYS)
-    stable = ctx.tables.members.where(F.col("state") == "Stable")
+    # Who the members are is known at Stable polls, and at every poll of a group whose
+    # broker assigns (KIP-848, KIP-1071): such a group is Stable again right after a
+    # member leaves, so its Stable polls alone can miss the change that explains the
+    # epochs that follow (seen in a rolling restart of a streams group).
+    described = ctx.tables.members.where((F.col("state") == "Stable") | F.col("broker_assigned"))
     # Members of one identity in the same snapshot: an old member id lingering beside
     # its replacement. Counted per snapshot before pairing, so the pairs (every member
     # row of the window, for every evaluation: the biggest rows of a replay) are read by
     # one aggregate, and the rest is derived from its few rows per member.
-    members = stable.select(
+    members = described.select(
         *KEYS,
         "member_id",
         "identity",

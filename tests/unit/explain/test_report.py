@@ -20,11 +20,13 @@ from agent.model import (
     Snapshot,
     StreamsMemberInfo,
     StreamsTask,
+    SubtopologyInfo,
     TaskOffsetSum,
     TopicInfo,
     TopicPartitionRef,
 )
 from agent.model.records import to_json_bytes
+from agent.streams.topology import parse_topology
 
 AGENT = AgentInfo("a", "0", "central")
 
@@ -172,3 +174,60 @@ def test_json_view_is_the_same_tree() -> None:
     assert [i["process_id"] for i in plain["instances"]] == ["hot", "cold"]
     assert plain["instances"][0]["threads"][0]["tasks"][0]["partitions"][0]["lag"] == 10
     assert plain["findings"] is None
+
+
+def test_a_kip1071_groups_topology_is_shown_as_its_broker_holds_it() -> None:
+    broker = (
+        SubtopologyInfo("0", ("in",), (), ("app-by-key-repartition",), ()),
+        SubtopologyInfo("1", (), ("app-by-key-repartition",), (), ("app-counts-changelog",)),
+    )
+    first, second = (replace(poll(t, {0: 100}, MEMBERS), subtopologies=broker) for t in (0, 5))
+    report = build_report(first, second)
+    assert report.topology_source == "broker"
+    zero, one = report.topology
+    assert (zero.reads, zero.writes, zero.active_tasks) == (("in",), ("app-by-key-repartition",), 4)
+    assert (one.reads, one.stores, one.active_tasks) == (
+        ("app-by-key-repartition",),
+        ("counts",),
+        0,
+    )
+    text = render_report(report)
+    assert "TOPOLOGY (as the broker holds it)" in text
+    assert "sub-topology 1: 0 active tasks; reads app-by-key-repartition; stores counts" in text
+
+
+def test_a_configured_description_names_processors_and_internal_topics_as_on_the_broker() -> None:
+    described = parse_topology(
+        "Sub-topology: 0\n"
+        "  Source: src (topics: [in])\n    --> key\n"
+        "  Processor: key (stores: [])\n    --> sink\n    <-- src\n"
+        "  Sink: sink (topic: by-key-repartition)\n    <-- key\n"
+        "Sub-topology: 1\n"
+        "  Source: again (topics: [by-key-repartition])\n    --> count\n"
+        "  Processor: count (stores: [counts])\n    --> none\n    <-- again\n"
+    )
+    second = poll(5, {0: 100}, MEMBERS)
+    report = build_report(poll(0, {0: 100}, MEMBERS), second, topology=described)
+    assert report.topology_source == "config", "a configured text wins: it names processors"
+    zero, one = report.topology
+    assert zero.writes == ("app-by-key-repartition",), "prefixed with the application id"
+    assert (one.reads, one.stores, one.processors) == (
+        ("app-by-key-repartition",),
+        ("counts",),
+        ("count",),
+    )
+    assert "from the configured Topology#describe() text" in render_report(report)
+
+
+def test_warmup_tasks_are_shown_apart_and_add_no_load() -> None:
+    cold = MEMBERS[2].streams
+    assert cold is not None
+    warming = replace(MEMBERS[2], streams=replace(cold, warmup_tasks=(StreamsTask("0_1"),)))
+    members = (*MEMBERS[:2], warming)
+    report = build_report(poll(0, {2: 0, 3: 0}, members), poll(5, {2: 50, 3: 50}, members))
+    (instance,) = [i for i in report.instances if i.process_id == "cold"]
+    assert [t.task for t in instance.threads[0].tasks if t.kind == "warmup"] == ["0_1"]
+    assert instance.load_records_per_second == pytest.approx(20.0), (
+        "two active tasks, 10 rec/s each"
+    )
+    assert "warm-up 0_1" in render_report(report)

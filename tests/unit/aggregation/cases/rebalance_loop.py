@@ -21,6 +21,7 @@ class Poll:
     rebalances: int = 0  # exact events read from __consumer_offsets since the last poll
     # Exact events with their own times: (generation, seconds from the first poll).
     listed: tuple[tuple[int, float], ...] = ()
+    group_epoch: int | None = None  # a KIP-1071 streams group's (the broker assigns)
 
 
 def _history(
@@ -38,6 +39,7 @@ def _history(
                 partitions=[partition("in", 0, end=100)],
                 state=p.state,
                 generation=p.generation,
+                group_epoch=p.group_epoch,
                 rebalances=[RebalanceEvent(1, t - 1) for _ in range(p.rebalances)]
                 + [RebalanceEvent(gen, T0 + at) for gen, at in p.listed],
             )
@@ -106,6 +108,29 @@ def _probing(s: float) -> Poll:
         members=[_thread("pA", next_rebalance_ms=1), _thread("pB")],
         generation=10 + int(s // 120),
     )
+
+
+def _kip1071_rolling_restart(s: float) -> Poll:
+    # Seen live: a KIP-1071 streams group is Stable again right after a member leaves, and
+    # mid-restart it is Reconciling or Assigning, not Stable. Three instances restarted one
+    # after the other, every 40 s from 300 s; judged at 920 s, the window starts just after
+    # the first leave, so its Stable polls show only the group after the restart.
+    def thread(process: str, epoch: int, restarted: bool = False) -> MemberInfo:
+        return _thread(process, 1, "new" if restarted else "", member_epoch=epoch)
+
+    steps = [  # (from second, state, group epoch, instances; ' marks a restarted one)
+        (0, "Stable", 10, "A B C"),
+        (300, "Stable", 11, "B C"),
+        (320, "Reconciling", 12, "A' B C"),
+        (340, "Assigning", 13, "A' C"),
+        (360, "Reconciling", 14, "A' B' C"),
+        (380, "Assigning", 15, "A' B'"),
+        (400, "Reconciling", 16, "A' B' C'"),
+        (420, "Stable", 16, "A' B' C'"),
+    ]
+    _, state, epoch, instances = [step for step in steps if step[0] <= s][-1]
+    members = [thread(f"p{i[0]}", epoch, i.endswith("'")) for i in instances.split()]
+    return Poll(state, members, group_epoch=epoch)
 
 
 def _rolling_restart(s: float) -> Poll:
@@ -266,6 +291,13 @@ CASES = [
         "KIP-441 probing rebalances: announced by the assignment, same members after: legitimate",
         KIND,
         _history("loop-probing", _probing),
+    ),
+    Case(
+        "loop-kip1071-rolling-restart",
+        "a KIP-1071 group's rolling restart: the broker describes its members mid-restart "
+        "too, and they show each instance replaced once (the Stable polls alone do not)",
+        KIND,
+        _history("loop-kip1071-rolling-restart", _kip1071_rolling_restart, until=920),
     ),
     Case(
         "loop-rolling-restart",
