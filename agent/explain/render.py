@@ -4,6 +4,7 @@ import time
 from collections.abc import Iterable, Sequence
 
 from agent.explain.report import (
+    AdviceLine,
     GroupReport,
     InstanceLine,
     PartitionLine,
@@ -21,6 +22,8 @@ def render_report(report: GroupReport) -> str:
     if report.other_members:
         title = "MEMBERS" if not report.is_streams else "MEMBERS WITHOUT KAFKA STREAMS DATA"
         lines += [title, *(f"  {m}" for m in report.other_members), ""]
+    if report.advice is not None:
+        lines += [*_advice(report.advice), ""]
     if report.topology:
         lines += [_TOPOLOGY_TITLE[report.topology_source or "broker"]]
         lines += [f"  {_subtopology(s)}" for s in report.topology] + [""]
@@ -86,6 +89,29 @@ _TOPOLOGY_TITLE = {
     "broker": "TOPOLOGY (as the broker holds it)",
     "config": "TOPOLOGY (from the configured Topology#describe() text)",
 }
+
+
+def _advice(advice: AdviceLine) -> list[str]:
+    how = "the best" if advice.exact else "the best found (not proven optimal)"
+    moves = len(advice.moves)
+    lines = [
+        f"REBALANCING ADVICE (by load, not task count: {how})",
+        f"  busiest instance {_rate(advice.before_instance_max)} -> "
+        f"{_rate(advice.after_instance_max)}, busiest thread "
+        f"{_rate(advice.before_thread_max)} -> {_rate(advice.after_thread_max)}, "
+        f"{moves} move{'s' if moves != 1 else ''}:",
+    ]
+    for move in advice.moves:
+        standby = " (a standby there is promoted: no restore)" if move.promotes_standby else ""
+        lines.append(
+            f"  {move.task} ({_rate(move.records_per_second)}): {move.from_instance} "
+            f"thread {move.from_thread} -> {move.to_instance} thread {move.to_thread}{standby}"
+        )
+    lines.append(
+        "  Kafka Streams' assignor balances task counts and will not make these moves "
+        "itself; a custom TaskAssignor (KIP-924, Kafka Streams 3.8+) can."
+    )
+    return lines
 
 
 def _subtopology(s: SubtopologyLine) -> str:

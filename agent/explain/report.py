@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agent.explain.balance import balance
 from agent.model import MemberInfo, PartitionInfo, Snapshot, StreamsMemberInfo
 from agent.streams.internal_topics import changelog_store_name
 from agent.streams.topology import TopologyDescription
@@ -89,6 +90,34 @@ class SubtopologyLine:
 
 
 @dataclass(frozen=True, slots=True)
+class MoveLine:
+    task: str
+    records_per_second: float
+    from_instance: str
+    from_thread: int | None
+    to_instance: str
+    to_thread: int | None
+    promotes_standby: bool  # the target instance holds a standby: no restore
+
+
+@dataclass(frozen=True, slots=True)
+class AdviceLine:
+    """The assignment that balances load (records/s) rather than task count."""
+
+    before_instance_max: float
+    after_instance_max: float
+    before_thread_max: float
+    after_thread_max: float
+    moves: tuple[MoveLine, ...]
+    exact: bool  # False: the best found, not proven optimal (a large group)
+
+
+# Advice is shown when it cuts the busiest instance's load by at least this share: below
+# it, moving tasks (and restoring their state) costs more than it brings.
+ADVICE_MIN_GAIN = 0.10
+
+
+@dataclass(frozen=True, slots=True)
 class FindingLine:
     kind: str
     severity: str
@@ -121,6 +150,7 @@ class GroupReport:
     topology: tuple[SubtopologyLine, ...] = ()
     # "broker" (a KIP-1071 group's own) or "config" (a configured describe() text).
     topology_source: str | None = None
+    advice: AdviceLine | None = None
 
 
 def partition_rates(first: Snapshot, second: Snapshot) -> dict[tuple[str, int], float]:
@@ -194,9 +224,54 @@ def build_report(
         findings_source=findings_source,
         problems=tuple(problems),
         topology=_topology(second, topology),
+        advice=_advice(instances),
         topology_source=(
             "config" if topology is not None else "broker" if second.subtopologies else None
         ),
+    )
+
+
+def _advice(instances: Sequence[InstanceLine]) -> AdviceLine | None:
+    """Where the active tasks would go to balance load; None when every task's rate is
+    not known yet, or when balancing would not cut the busiest instance's load enough."""
+    threads = {t.member_id: (i.process_id, t) for i in instances for t in i.threads}
+    active = [
+        (m, task) for m, (_, t) in threads.items() for task in t.tasks if task.kind == "active"
+    ]
+    if not active or any(task.records_per_second is None for _, task in active):
+        return None
+    standbys: dict[str, list[str]] = defaultdict(list)
+    for process, thread in threads.values():
+        for task in thread.tasks:
+            if task.kind == "standby":
+                standbys[task.task].append(process)
+    advice = balance(
+        {task.task: task.records_per_second or 0.0 for _, task in active},
+        {member: process for member, (process, _) in threads.items()},
+        {task.task: member for member, task in active},
+        standbys,
+    )
+    before = advice.before_instance_max
+    if before <= 0 or (before - advice.after_instance_max) / before < ADVICE_MIN_GAIN:
+        return None
+    return AdviceLine(
+        before_instance_max=before,
+        after_instance_max=advice.after_instance_max,
+        before_thread_max=advice.before_member_max,
+        after_thread_max=advice.after_member_max,
+        moves=tuple(
+            MoveLine(
+                task=move.task,
+                records_per_second=move.load,
+                from_instance=threads[move.from_member][0],
+                from_thread=threads[move.from_member][1].thread,
+                to_instance=threads[move.to_member][0],
+                to_thread=threads[move.to_member][1].thread,
+                promotes_standby=move.promotes_standby,
+            )
+            for move in advice.moves
+        ),
+        exact=advice.exact,
     )
 
 

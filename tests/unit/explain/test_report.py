@@ -231,3 +231,29 @@ def test_warmup_tasks_are_shown_apart_and_add_no_load() -> None:
         "two active tasks, 10 rec/s each"
     )
     assert "warm-up 0_1" in render_report(report)
+
+
+def test_advice_moves_a_hot_task_to_the_idle_instance_and_says_what_it_gains() -> None:
+    # Instance "hot" holds both hot tasks (one per thread): 200 rec/s against 2.
+    before, after = {0: 0, 1: 0, 2: 0, 3: 0}, {0: 500, 1: 500, 2: 5, 3: 5}
+    report = build_report(poll(0, before, MEMBERS), poll(5, after, MEMBERS))
+    advice = report.advice
+    assert advice is not None
+    # 101 rec/s each would take a second move (a 1 rec/s task): within the tolerance of
+    # the best balance, the fewest moves win.
+    assert (advice.before_instance_max, advice.after_instance_max) == (200.0, 102.0)
+    (move,) = advice.moves
+    assert (move.from_instance, move.to_instance) == ("hot", "cold")
+    assert move.task in {"0_0", "0_1"}
+    text = render_report(report)
+    assert "REBALANCING ADVICE (by load, not task count: the best)" in text
+    assert "busiest instance 200 rec/s -> 102 rec/s" in text
+    assert "1 move:" in text
+
+
+def test_no_advice_when_balancing_gains_little_or_rates_are_unknown() -> None:
+    even = {0: 500, 1: 5, 2: 500, 3: 5}
+    balanced = build_report(poll(0, dict.fromkeys(even, 0), MEMBERS), poll(5, even, MEMBERS))
+    assert balanced.advice is None, "100 rec/s on each instance already"
+    unknown = build_report(poll(0, {}, MEMBERS), poll(5, even, MEMBERS))
+    assert unknown.advice is None, "no rates from a single sighting of the partitions"
