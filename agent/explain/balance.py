@@ -25,7 +25,6 @@ while the balance stays within the tolerance; the advice says it is not proven o
 then. Pure: loads and members in, a plan out.
 """
 
-import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -226,34 +225,99 @@ class _Problem:
         return assignment
 
     def greedy(self) -> dict[str, str]:
-        """Largest task first, onto the member that keeps the balance best."""
+        """Largest task first, onto the member whose instance, then itself, ends up least
+        loaded (the current member first among equals)."""
+        by_member = dict.fromkeys(self.members, 0.0)
+        by_instance = dict.fromkeys(self.instances, 0.0)
         assignment: dict[str, str] = {}
         for task in self.tasks:
-            assignment[task] = min(
+            load = float(self.loads[task])
+            member = min(
                 self.members,
-                key=lambda m: (self.objective({**assignment, task: m}), m),
+                key=lambda m: (
+                    _rounded(by_instance[self.member_instance[m]] + load),
+                    _rounded(by_member[m] + load),
+                    m != self.current.get(task),
+                    m,
+                ),
             )
+            assignment[task] = member
+            by_member[member] += load
+            by_instance[self.member_instance[member]] += load
         return assignment
 
     def improve(self, assignment: dict[str, str]) -> dict[str, str]:
-        """Single moves and pairwise swaps, the best each round, while one improves."""
-        best = self.objective(assignment)
+        """Local search on the bottleneck, the best step each round while one improves:
+        a task of the busiest instance or member moved to any other member, or swapped
+        with a task of the least loaded instance. Only such steps can lower the maxima,
+        and each is judged from the per-member and per-instance loads, not from scratch,
+        so a group of hundreds of tasks takes seconds."""
+        assignment = dict(assignment)
+        by_member = dict.fromkeys(self.members, 0.0)
+        for task, member in assignment.items():
+            by_member[member] += float(self.loads[task])
+        by_instance = dict.fromkeys(self.instances, 0.0)
+        for member, load in by_member.items():
+            by_instance[self.member_instance[member]] += load
+        moved = sum(1 for t, m in assignment.items() if self.current.get(t, m) != m)
+
+        def after(changes: dict[str, float], steps: int) -> tuple[float, float, int]:
+            """The objective once member loads change by ``changes``."""
+            members = {m: by_member[m] + d for m, d in changes.items()}
+            instances: dict[str, float] = {}
+            for m, d in changes.items():
+                i = self.member_instance[m]
+                instances[i] = instances.get(i, by_instance[i]) + d
+            return (
+                _rounded(max(instances.get(i, v) for i, v in by_instance.items())),
+                _rounded(max(members.get(m, v) for m, v in by_member.items())),
+                moved + steps,
+            )
+
+        def moves_of(task: str, source: str, target: str) -> int:
+            home = self.current.get(task)
+            return (target != home) - (source != home) if home is not None else 0
+
+        best = after({}, 0)
         while True:
-            candidates = (
-                {**assignment, task: member}
-                for task in self.tasks
-                for member in self.members
-                if assignment[task] != member
-            )
-            swaps = (
-                {**assignment, a: assignment[b], b: assignment[a]}
-                for a, b in itertools.combinations(self.tasks, 2)
-                if assignment[a] != assignment[b]
-            )
-            found = min(itertools.chain(candidates, swaps), key=self.objective, default=assignment)
-            if self.objective(found) >= best:
+            busiest_instance = max(by_instance, key=lambda i: by_instance[i])
+            busiest_member = max(by_member, key=lambda m: by_member[m])
+            idlest_instance = min(by_instance, key=lambda i: by_instance[i])
+            hot = [
+                t
+                for t, m in assignment.items()
+                if self.member_instance[m] == busiest_instance or m == busiest_member
+            ]
+            cold = [t for t, m in assignment.items() if self.member_instance[m] == idlest_instance]
+            step: tuple[tuple[float, float, int], dict[str, str]] | None = None
+            for task in hot:
+                source, load = assignment[task], float(self.loads[task])
+                for target in self.members:
+                    if target == source:
+                        continue
+                    score = after({source: -load, target: load}, moves_of(task, source, target))
+                    if score < best and (step is None or score < step[0]):
+                        step = (score, {task: target})
+                for other in cold:
+                    target, other_load = assignment[other], float(self.loads[other])
+                    if target == source:
+                        continue
+                    delta = other_load - load
+                    steps = moves_of(task, source, target) + moves_of(other, target, source)
+                    score = after({source: delta, target: -delta}, steps)
+                    if score < best and (step is None or score < step[0]):
+                        step = (score, {task: target, other: source})
+            if step is None:
                 return assignment
-            assignment, best = found, self.objective(found)
+            best, changed = step
+            for task, target in changed.items():
+                source, load = assignment[task], float(self.loads[task])
+                by_member[source] -= load
+                by_member[target] += load
+                by_instance[self.member_instance[source]] -= load
+                by_instance[self.member_instance[target]] += load
+                moved += moves_of(task, source, target)
+                assignment[task] = target
 
 
 def _standby_moves(
