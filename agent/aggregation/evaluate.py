@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from agent.aggregation.candidates import CANDIDATE_COLUMNS, Context
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
+from agent.aggregation.detectors.idle_members import detect_idle_members
 from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
@@ -103,6 +104,7 @@ def evaluation_frame(
         threads.detection,
         detect_no_live_consumers(ctx),
         rebalance.detection,
+        detect_idle_members(ctx),
     ]
     frames = [_as_result(d.candidates, "candidate") for d in detections]
     frames += [

@@ -119,6 +119,7 @@ def _groups(snapshots: DataFrame) -> DataFrame:
             ),
         )
     )
+    active_tasks = F.array_distinct(F.flatten(F.transform(assignment, lambda a: a["active"])))
     return snapshots.select(
         *_keys(),
         F.col("s.poll.sequence").alias("sequence"),
@@ -133,6 +134,14 @@ def _groups(snapshots: DataFrame) -> DataFrame:
         F.transform(_array("s.rebalances"), lambda r: r["generation"]).alias("rebalance_gens"),
         F.transform(_array("s.rebalances"), lambda r: r["at"]).alias("rebalance_ats"),
         F.size(members).alias("member_count"),
+        # Members whose Streams assignment is known (classic groups: only while Stable).
+        F.size(F.filter(members, lambda m: m["streams"].isNotNull())).alias("decoded_members"),
+        # Distinct active tasks over the decoded members, and the sub-topologies they
+        # belong to (a task id is "<sub-topology>_<partition>").
+        F.size(active_tasks).alias("active_task_count"),
+        F.size(
+            F.array_distinct(F.transform(active_tasks, lambda t: F.substring_index(t, "_", 1)))
+        ).alias("subtopology_count"),
         F.array_sort(F.transform(members, lambda m: m["member_id"])).alias("member_ids"),
         F.array_sort(F.array_distinct(F.filter(process_ids, lambda p: p.isNotNull()))).alias(
             "processes"
@@ -182,6 +191,16 @@ def _members(snapshots: DataFrame) -> DataFrame:
         # KIP-848 and KIP-1071 members: the broker assigns them and describes them in every
         # group state (a classic group's members come without metadata mid-rebalance).
         F.col("m.member_epoch").isNotNull().alias("broker_assigned"),
+        # Null when undecoded: an unknown assignment is not an empty one.
+        F.when(
+            F.col("m.streams").isNotNull(),
+            F.size(F.coalesce(F.col("m.streams.active_tasks"), F.array())),
+        ).alias("active_count"),
+        # Replicas that keep state warm but process nothing: standbys and (KIP-1071) warm-ups.
+        F.concat(
+            F.transform(F.coalesce(F.col("m.streams.standby_tasks"), F.array()), _task_id),
+            F.transform(F.coalesce(F.col("m.streams.warmup_tasks"), F.array()), _task_id),
+        ).alias("standby_tasks"),
         # Who a member is across rebalances: a Kafka Streams thread (process,
         # thread index), else the client id (plain consumers, undecoded members).
         F.coalesce(
@@ -195,6 +214,10 @@ def _members(snapshots: DataFrame) -> DataFrame:
         F.coalesce(F.col("m.subscription_bytes"), F.lit(0)).alias("subscription_bytes"),
         F.coalesce(F.col("m.assignment_bytes"), F.lit(0)).alias("assignment_bytes"),
     )
+
+
+def _task_id(task: Column) -> Column:
+    return task["task"]
 
 
 def _units(snapshots: DataFrame) -> DataFrame:

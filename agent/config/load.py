@@ -490,4 +490,5 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         loop_window=s.duration("loop_window"),
         loop_unstable_ratio=s.number("loop_unstable_ratio", minimum=0, maximum=1),
         metadata_size_ratio=s.number("metadata_size_ratio", minimum=0, maximum=1),
+        idle_members_after=s.duration("idle_members_after"),
     )

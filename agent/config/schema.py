@@ -250,6 +250,8 @@ class DetectorsConfig:
     loop_window: float = 600.0
     loop_unstable_ratio: float = 0.5
     metadata_size_ratio: float = 0.5
+    # idle_members: more stream threads than active tasks, at every judged poll this long
+    idle_members_after: float = 300.0
 
     @property
     def history_retention(self) -> float:
@@ -264,6 +266,7 @@ class DetectorsConfig:
             self.thread_history,
             self.thread_death_grace,
             2 * self.loop_window,
+            self.idle_members_after,
         )
         return longest + self.evaluation_window
 

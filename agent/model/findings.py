@@ -25,6 +25,7 @@ Kind = Literal[
     "stream_threads_dead",
     "no_live_consumers",
     "rebalance_loop",
+    "idle_members",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -21,7 +21,7 @@ from tests.support.kafka_tools import (
     describe_streams_group,
     set_group_config,
 )
-from tests.support.streams import StreamsApps, unique_name
+from tests.support.streams import StreamsApps, app_view, ksmon_view, unique_name
 
 pytestmark = pytest.mark.integration
 
@@ -43,36 +43,6 @@ def snapshot_of(poller: ClusterPoller, group: str) -> Snapshot:
     assert result.ok, result.error
     (snapshot,) = [s for s in result.snapshots if s.group.group_id == group]
     return snapshot
-
-
-def ksmon_view(snapshot: Snapshot) -> dict[tuple[str, int], tuple[set[str], set[str]]]:
-    """(process id, thread index) -> (active tasks, standby tasks), as ksmon decoded them."""
-    view = {}
-    for m in snapshot.members:
-        assert m.streams is not None, f"member {m.member_id} was not decoded: {m.decode_errors}"
-        assert m.streams.thread_index is not None
-        view[(m.streams.process_id, m.streams.thread_index)] = (
-            {t.task for t in m.streams.active_tasks},
-            {t.task for t in m.streams.standby_tasks},
-        )
-    return view
-
-
-def app_view(
-    instances: list[StreamsAppInstance],
-) -> dict[tuple[str, int], tuple[set[str], set[str]]]:
-    """The same, from each instance's own metadataForLocalThreads()."""
-    view = {}
-    for instance in instances:
-        state: dict[str, Any] | None = instance.oracle()
-        assert state is not None
-        for thread in state["threads"]:
-            index = int(thread["name"].rsplit("-", 1)[1])
-            view[(state["processId"], index)] = (
-                {t["taskId"] for t in thread["activeTasks"]},
-                {t["taskId"] for t in thread["standbyTasks"]},
-            )
-    return view
 
 
 def test_decoded_tasks_per_thread_and_instance_equal_what_the_app_reports(

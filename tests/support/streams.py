@@ -3,17 +3,49 @@
 import re
 import uuid
 from pathlib import Path
+from typing import Any
 
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import key_for_partition, produce
 from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import end_offsets
+from agent.model import Snapshot
 
 
 def unique_name(base: str) -> str:
     """A name no other test on the shared broker uses: ``<base>-<6 hex>``."""
     return f"{re.sub(r'[^a-zA-Z0-9-]+', '-', base).strip('-')[:40]}-{uuid.uuid4().hex[:6]}"
+
+
+def ksmon_view(snapshot: Snapshot) -> dict[tuple[str, int], tuple[set[str], set[str]]]:
+    """(process id, thread index) -> (active tasks, standby tasks), as ksmon decoded them."""
+    view = {}
+    for m in snapshot.members:
+        assert m.streams is not None, f"member {m.member_id} was not decoded: {m.decode_errors}"
+        assert m.streams.thread_index is not None
+        view[(m.streams.process_id, m.streams.thread_index)] = (
+            {t.task for t in m.streams.active_tasks},
+            {t.task for t in m.streams.standby_tasks},
+        )
+    return view
+
+
+def app_view(
+    instances: list[StreamsAppInstance],
+) -> dict[tuple[str, int], tuple[set[str], set[str]]]:
+    """The same, from each instance's own metadataForLocalThreads()."""
+    view = {}
+    for instance in instances:
+        state: dict[str, Any] | None = instance.oracle()
+        assert state is not None
+        for thread in state["threads"]:
+            index = int(thread["name"].rsplit("-", 1)[1])
+            view[(state["processId"], index)] = (
+                {t["taskId"] for t in thread["activeTasks"]},
+                {t["taskId"] for t in thread["standbyTasks"]},
+            )
+    return view
 
 
 def owned_input_partitions(instance: StreamsAppInstance, topic: str) -> list[int]:

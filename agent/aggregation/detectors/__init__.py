@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from agent.aggregation.candidates import Context, Detection
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
+from agent.aggregation.detectors.idle_members import detect_idle_members
 from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
@@ -25,6 +26,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_stream_threads_dead,
     detect_no_live_consumers,
     detect_rebalance_loop,
+    detect_idle_members,
 )
 
 __all__ = ["DETECTORS", "Detector"]

@@ -14,6 +14,7 @@ from agent.aggregation.tables import KEYS
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import hot_partitions as hot
+from tests.unit.aggregation.cases import idle_members as idle
 from tests.unit.aggregation.cases import no_live_consumers as no_live
 from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
@@ -27,6 +28,7 @@ ALL_CASES: list[Case] = [
     *threads.CASES,
     *no_live.CASES,
     *loop.CASES,
+    *idle.CASES,
 ]
 
 

@@ -60,3 +60,18 @@ def found(candidates: list[Candidate], case: Case) -> set[Expect]:
         for c in candidates
         if c.kind == case.kind and c.group == case.name and c.t == case.when
     }
+
+
+Check = Callable[[list[Candidate]], None]
+
+
+def explains(*expected: str, absent: str = "") -> Check:
+    """A check: the one candidate's explanation says every ``expected`` text, not ``absent``."""
+
+    def check(candidates: list[Candidate]) -> None:
+        (found,) = candidates
+        for text in expected:
+            assert text in found.explanation, found.explanation
+        assert not absent or absent not in found.explanation, found.explanation
+
+    return check

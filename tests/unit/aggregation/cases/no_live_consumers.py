@@ -2,10 +2,9 @@
 
 from collections.abc import Callable
 
-from agent.aggregation.hysteresis import Candidate
 from agent.model import Snapshot
 from tests.support.snapshots import partition, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, Expect, times
+from tests.unit.aggregation.cases import T0, Case, Expect, explains, times
 
 KIND = "no_live_consumers"
 
@@ -43,16 +42,6 @@ def _rejoins_every_minute(s: float) -> int:
     # A member joins and is out again within seconds, once a minute, between two polls:
     # two generations each time (the join, the leave).
     return 5 + 2 * int(s // 60)
-
-
-def _explains(*expected: str, absent: str = "") -> Callable[[list[Candidate]], None]:
-    def check(candidates: list[Candidate]) -> None:
-        (found,) = candidates
-        for text in expected:
-            assert text in found.explanation, found.explanation
-        assert not absent or absent not in found.explanation, found.explanation
-
-    return check
 
 
 CASES = [
@@ -97,7 +86,7 @@ CASES = [
             "nolive-stopped", members_until=100, rate=20.0, generation=lambda s: 5 + (s >= 100)
         ),
         expect=[Expect("critical")],
-        check=_explains("has no member any more", absent="join and leave"),
+        check=explains("has no member any more", absent="join and leave"),
     ),
     Case(
         "nolive-rejoin-loop",
@@ -111,7 +100,7 @@ CASES = [
             generation=_rejoins_every_minute,
         ),
         expect=[Expect("critical")],
-        check=_explains("generation went from 5 to 11", "join and leave again"),
+        check=explains("generation went from 5 to 11", "join and leave again"),
     ),
     Case(
         "nolive-rejoin-loop-never-seen",
@@ -125,7 +114,7 @@ CASES = [
             generation=_rejoins_every_minute,
         ),
         expect=[Expect("critical")],
-        check=_explains("join and leave again"),
+        check=explains("join and leave again"),
     ),
     Case(
         "nolive-loop-long-over",
