@@ -33,6 +33,12 @@ injection, which separates what the rule waits for from the pipeline.
     .venv/bin/python bench/detection_latency.py                   # default thresholds
     .venv/bin/python bench/detection_latency.py --tuned           # the tuned thresholds below
     .venv/bin/python bench/detection_latency.py --tuned --faults hot,restore   # some faults
+    .venv/bin/python bench/detection_latency.py --tuned --faults poison --sidecars
+
+With ``--sidecars`` a sidecar agent (``agent.mode: sidecar``, its own process, 10 s
+polls) runs next to each instance of the poison app, reading its metrics endpoint, as
+on Kubernetes; the central agent polls as before. The poisoned instance's sidecar says
+its stream threads are gone without waiting for the broker's session timeout.
 """
 
 import argparse
@@ -129,6 +135,27 @@ def config_text(
     return yaml.safe_dump(document, sort_keys=False)
 
 
+def sidecar_config_text(
+    bootstrap: str, application_id: str, metrics_url: str, port: int, name: str
+) -> str:
+    """A sidecar agent's config: its app's group only, the same snapshot topic."""
+    document = {
+        "agent": {"id": name, "mode": "sidecar"},
+        "http": {"listen": f"127.0.0.1:{port}"},
+        "logging": {"format": "text"},
+        "clusters": [
+            {
+                "name": "bench",
+                "bootstrap_servers": [bootstrap],
+                "poll": {"offsets_interval": f"{POLL_SECONDS}s"},
+            }
+        ],
+        "sink": {"type": "kafka", "kafka": {"topic": "bench.snapshots"}},
+        "sidecar": {"application_id": application_id, "app_metrics_url": metrics_url},
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
 def owned_partitions(instance: Any) -> list[int]:  # noqa: ANN401 - StreamsAppInstance
     state = instance.oracle() or {}
     return sorted(
@@ -150,6 +177,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
         default=",".join(FAULTS),
         help=f"which faults to inject, in this order anyway: {','.join(FAULTS)}",
     )
+    parser.add_argument(
+        "--sidecars",
+        action="store_true",
+        help="a sidecar agent next to each instance of the poison app",
+    )
     args = parser.parse_args()
     chosen = set(args.faults.split(","))
     if not chosen <= set(FAULTS):
@@ -168,7 +200,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
     from agent.embedded.topics import create_topics, end_offsets
 
     detectors: dict[str, object] = dict(TUNED) if args.tuned else {}
-    report: dict[str, Any] = {"detectors": detectors or "defaults", "faults": {}}
+    report: dict[str, Any] = {
+        "detectors": detectors or "defaults",
+        "sidecars": args.sidecars,
+        "faults": {},
+    }
     with tempfile.TemporaryDirectory(prefix="ksmon-detect-bench-") as scratch:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
@@ -240,6 +276,25 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
             }
             for instance in instances:
                 instance.wait_until_running(timeout=300)
+            if args.sidecars:
+                for instance in apps["poison"]:
+                    sidecar = work / f"sidecar-{instance.name}.yaml"
+                    sidecar.write_text(
+                        sidecar_config_text(
+                            bootstrap,
+                            poison.application_id,
+                            instance.metrics_url,
+                            free_port(),
+                            f"sidecar-{instance.name}",
+                        )
+                    )
+                    daemons.append(
+                        subprocess.Popen(
+                            [sys.executable, "-m", "agent", "agent", "--config", str(sidecar)],
+                            stdout=(work / f"sidecar-{instance.name}.log").open("w"),
+                            stderr=subprocess.STDOUT,
+                        )
+                    )
 
             uniform = load(hot.input_topic, SKEWED_RATE, KeySkew({}, cold_keys=1000))
             load(poison.input_topic, STEADY_RATE)
