@@ -139,6 +139,11 @@ def _groups(snapshots: DataFrame) -> DataFrame:
         # Distinct active tasks over the decoded members, and the sub-topologies they
         # belong to (a task id is "<sub-topology>_<partition>").
         F.size(active_tasks).alias("active_task_count"),
+        # Distinct partitions assigned over the members (what a Streams assignment's
+        # host maps grow with).
+        F.size(
+            F.array_distinct(F.flatten(F.transform(assignment, lambda a: a["partitions"])))
+        ).alias("assigned_partition_count"),
         F.size(
             F.array_distinct(F.transform(active_tasks, lambda t: F.substring_index(t, "_", 1)))
         ).alias("subtopology_count"),
@@ -211,6 +216,9 @@ def _members(snapshots: DataFrame) -> DataFrame:
             F.col("m.client_id"),
         ).alias("identity"),
         F.col("m.streams.next_rebalance_ms").alias("next_rebalance_ms"),
+        # application.server, which puts every instance's partition map into each assignment.
+        F.nullif(F.col("m.streams.endpoint"), F.lit("")).alias("endpoint"),
+        F.col("m.streams.assignment_version").alias("assignment_version"),
         F.coalesce(F.col("m.subscription_bytes"), F.lit(0)).alias("subscription_bytes"),
         F.coalesce(F.col("m.assignment_bytes"), F.lit(0)).alias("assignment_bytes"),
     )

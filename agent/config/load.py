@@ -491,4 +491,8 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         loop_unstable_ratio=s.number("loop_unstable_ratio", minimum=0, maximum=1),
         metadata_size_ratio=s.number("metadata_size_ratio", minimum=0, maximum=1),
         idle_members_after=s.duration("idle_members_after"),
+        assignment_size_ratio=s.number("assignment_size_ratio", minimum=0, maximum=1),
+        assignment_growth_window=s.duration("assignment_growth_window"),
+        assignment_growth_horizon=s.duration("assignment_growth_horizon"),
+        assignment_growth_min_ratio=s.number("assignment_growth_min_ratio", minimum=0, maximum=1),
     )

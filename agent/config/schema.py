@@ -252,6 +252,16 @@ class DetectorsConfig:
     metadata_size_ratio: float = 0.5
     # idle_members: more stream threads than active tasks, at every judged poll this long
     idle_members_after: float = 300.0
+    # assignment_size_risk: a classic group's metadata record against the offsets topic's
+    # max.message.bytes. Its own share, not metadata_size_ratio: that one only names a
+    # likely cause of a loop already running, and may stay generous while this warning
+    # is tuned for noise.
+    assignment_size_ratio: float = 0.5
+    # ... or growing (least squares over this look-back) to reach the limit within the
+    # horizon, once past the floor share.
+    assignment_growth_window: float = 3600.0
+    assignment_growth_horizon: float = 7 * 86400.0
+    assignment_growth_min_ratio: float = 0.25
 
     @property
     def history_retention(self) -> float:
@@ -267,6 +277,7 @@ class DetectorsConfig:
             self.thread_death_grace,
             2 * self.loop_window,
             self.idle_members_after,
+            self.assignment_growth_window,
         )
         return longest + self.evaluation_window
 

@@ -26,6 +26,7 @@ Kind = Literal[
     "no_live_consumers",
     "rebalance_loop",
     "idle_members",
+    "assignment_size_risk",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -9,7 +9,6 @@ The agent's own poller collects the snapshots and the job's replay path judges t
 with ``idle_members_after`` short enough for a test.
 """
 
-import re
 from pathlib import Path
 
 import pytest
@@ -17,13 +16,12 @@ from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
-from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config.schema import DetectorsConfig
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
-from agent.model import AgentInfo
+from tests.support.recording import group_poller, poll_into
 from tests.support.streams import StreamsApps, app_view, ksmon_view, unique_name
 
 pytestmark = pytest.mark.integration
@@ -56,34 +54,25 @@ class Recorder:
     ) -> None:
         self.apps = apps
         self.path = path
-        self.poller = ClusterPoller(
-            "local",
-            AgentInfo("test", "0", "central"),
-            edge,
-            group_filter=GroupFilter(allow=tuple(re.compile(re.escape(g)) for g in apps)),
-        )
+        self.poller = group_poller(edge, apps)
         self.agreeing_since: dict[str, float] = {}
         self.last_poll: dict[str, float] = {}
         self.app_view: dict[str, ThreadView] = {}
 
     def poll(self) -> None:
-        result = self.poller.poll()
-        assert result.ok, result.error
-        with self.path.open("ab") as out:
-            for snapshot in result.snapshots:
-                out.write(snapshot.to_json() + b"\n")
-                group = snapshot.group.group_id
-                threads = sum(i.config.threads for i in self.apps[group])
-                agrees = snapshot.group.state == "Stable" and len(snapshot.members) == threads
-                if agrees:
-                    app = app_view(self.apps[group])
-                    agrees = ksmon_view(snapshot) == app
-                    self.app_view[group] = app
-                if agrees:
-                    self.agreeing_since.setdefault(group, snapshot.poll.started_at)
-                else:
-                    self.agreeing_since.pop(group, None)
-                self.last_poll[group] = snapshot.poll.started_at
+        for snapshot in poll_into(self.poller, self.path):
+            group = snapshot.group.group_id
+            threads = sum(i.config.threads for i in self.apps[group])
+            agrees = snapshot.group.state == "Stable" and len(snapshot.members) == threads
+            if agrees:
+                app = app_view(self.apps[group])
+                agrees = ksmon_view(snapshot) == app
+                self.app_view[group] = app
+            if agrees:
+                self.agreeing_since.setdefault(group, snapshot.poll.started_at)
+            else:
+                self.agreeing_since.pop(group, None)
+            self.last_poll[group] = snapshot.poll.started_at
 
     def settled_for(self, seconds: float) -> bool:
         """Every group agreed with its app at every poll of the last ``seconds``."""

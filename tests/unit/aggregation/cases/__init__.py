@@ -75,3 +75,24 @@ def explains(*expected: str, absent: str = "") -> Check:
         assert not absent or absent not in found.explanation, found.explanation
 
     return check
+
+
+def evidence(**expected: object) -> Check:
+    """A check: the one candidate's evidence has each of these values."""
+
+    def check(candidates: list[Candidate]) -> None:
+        (found,) = candidates
+        for key, value in expected.items():
+            assert found.evidence[key] == value, (key, found.evidence)
+
+    return check
+
+
+def all_of(*checks: Check) -> Check:
+    """A check made of several, all of which must pass."""
+
+    def check(candidates: list[Candidate]) -> None:
+        for one in checks:
+            one(candidates)
+
+    return check

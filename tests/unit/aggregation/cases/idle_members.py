@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from agent.aggregation.hysteresis import Candidate
 from agent.model import MemberInfo, Snapshot
 from tests.support.snapshots import partition, plain_member, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, Check, Expect, explains, times
+from tests.unit.aggregation.cases import T0, Case, Expect, all_of, evidence, explains, times
 
 KIND = "idle_members"
 UNTIL = 420  # seconds of polls: past the default idle_members_after (300 s)
@@ -84,23 +84,6 @@ def _undecoded(member: MemberInfo) -> MemberInfo:
     return dataclasses.replace(member, streams=None)
 
 
-def _evidence(**expected: object) -> Check:
-    def check(candidates: list[Candidate]) -> None:
-        (found,) = candidates
-        for key, value in expected.items():
-            assert found.evidence[key] == value, (key, found.evidence)
-
-    return check
-
-
-def _both(*checks: Check) -> Check:
-    def check(candidates: list[Candidate]) -> None:
-        for one in checks:
-            one(candidates)
-
-    return check
-
-
 # 2 instances x 3 threads on 2 sub-topologies x 2 partitions: 6 members, 4 tasks.
 OVERSIZED = {"pA": 3, "pB": 3}
 FOUR_TASKS = _tasks(2, 2)
@@ -119,8 +102,8 @@ CASES = [
         KIND,
         _history("idle-oversized", lambda s: _dealt(OVERSIZED, FOUR_TASKS)),
         expect=[Expect("info")],
-        check=_both(
-            _evidence(
+        check=all_of(
+            evidence(
                 members=6,
                 active_tasks=4,
                 idle_member_count=2,
@@ -154,8 +137,8 @@ CASES = [
             lambda s: _dealt({"pA": 2, "pB": 2}, _tasks(1, 2), standbys=["0_0", "0_1"]),
         ),
         expect=[Expect("info")],
-        check=_both(
-            _evidence(idle_member_count=2, idle_standby_tasks=2),
+        check=all_of(
+            evidence(idle_member_count=2, idle_standby_tasks=2),
             explains(
                 "(they keep 2 standby tasks warm, spares for a failover, but process nothing)"
             ),
@@ -170,8 +153,8 @@ CASES = [
             "idle-one-instance-too-many", lambda s: _dealt(dict.fromkeys("ABC", 1), _tasks(1, 2))
         ),
         expect=[Expect("info")],
-        check=_both(
-            _evidence(
+        check=all_of(
+            evidence(
                 fix={
                     "max_threads_per_instance": None,
                     "max_instances": 2,
@@ -210,7 +193,7 @@ CASES = [
             kip1071=True,
         ),
         expect=[Expect("info")],
-        check=_both(_evidence(group_type="streams", idle_member_count=2), _since_start),
+        check=all_of(evidence(group_type="streams", idle_member_count=2), _since_start),
     ),
     Case(
         "idle-kip1071-reconciling",
