@@ -259,7 +259,9 @@ class DetectorsConfig:
     assignment_size_ratio: float = 0.5
     # ... or growing (least squares over this look-back) to reach the limit within the
     # horizon, once past the floor share.
-    assignment_growth_window: float = 3600.0
+    # 0: the trend variant is off. The job keeps history as long as this look-back, and a
+    # micro-batch's cost grows with the history it reads (docs/benchmarks.md).
+    assignment_growth_window: float = 0.0
     assignment_growth_horizon: float = 7 * 86400.0
     assignment_growth_min_ratio: float = 0.25
 

@@ -206,6 +206,7 @@ def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
         "loop_window": "1m",
         "progress_stall_after": "1m",
         "restore_stall_after": "1m",
+        "idle_members_after": "1m",
     }
     config = job_config(
         kafka,

@@ -31,7 +31,9 @@ It holds at a judged poll when either
   least-squares line through the judged polls of the last
   ``assignment_growth_window`` (covering at least half of it) rises fast enough to
   reach the limit within ``assignment_growth_horizon``. (The floor keeps one
-  scale-out step of a small group, extrapolated for days, from firing.)
+  scale-out step of a small group, extrapolated for days, from firing.) Off by
+  default (a window of 0): the job would keep that much more history, and every
+  micro-batch reads all of it.
 
 and it must have held at every judged poll for ``evaluation_window``: one large
 poll is not a risk.
@@ -63,6 +65,8 @@ def detect_assignment_size_risk(ctx: Context) -> Detection:
         & F.coalesce(F.col("max_message_bytes") > 0, F.lit(False))
     ).withColumn("ratio", F.col("metadata_bytes") / F.col("max_message_bytes"))
 
+    if p.assignment_growth_window <= 0:
+        return _detection(ctx, _trend_off(judged), F.lit(False))
     growth = looking_back(p.assignment_growth_window)
     fitted = (
         judged.withColumn(
@@ -81,12 +85,27 @@ def detect_assignment_size_risk(ctx: Context) -> Detection:
             ),
         )
     )
-    over_threshold = F.col("ratio") >= p.assignment_size_ratio
     trending = (
         (F.col("ratio") >= p.assignment_growth_min_ratio)
         & (F.col("fitted_over") >= p.assignment_growth_window / 2)
         & F.coalesce(F.col("seconds_to_limit") <= p.assignment_growth_horizon, F.lit(False))
     )
+    return _detection(ctx, fitted, trending)
+
+
+def _trend_off(judged: DataFrame) -> DataFrame:
+    """The columns the trend would add, unknown."""
+    unknown = F.lit(None).cast("double")
+    return (
+        judged.withColumn("slope", unknown)
+        .withColumn("fitted_over", unknown)
+        .withColumn("seconds_to_limit", unknown)
+    )
+
+
+def _detection(ctx: Context, fitted: DataFrame, trending: Column) -> Detection:
+    p = ctx.params
+    over_threshold = F.col("ratio") >= p.assignment_size_ratio
     at_risk = over_threshold | trending
     runs = (
         with_run_start(fitted, at_risk, "run_since")

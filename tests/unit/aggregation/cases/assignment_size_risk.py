@@ -12,7 +12,7 @@ from tests.unit.aggregation.cases import T0, Case, Check, Expect, all_of, eviden
 KIND = "assignment_size_risk"
 LIMIT = 1_048_588  # the broker's default message.max.bytes, which the offsets topic inherits
 SHORT = 180  # seconds of polls every 10 s: well past the default evaluation_window (60 s)
-LONG = 3600  # seconds of polls every minute: the default growth look-back (1 h)
+LONG = 3600  # seconds of polls every minute: the growth look-back the cases run with (1 h)
 
 # (subscription bytes, assignment bytes) of each member, by (instance, thread).
 Sizes = dict[tuple[str, int], tuple[int, int]]
