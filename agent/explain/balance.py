@@ -113,7 +113,12 @@ def balance(
         after_instance_max=after[0],
         before_member_max=before[1],
         after_member_max=after[1],
-        standby_moves=_standby_moves(moves, member_instance, current, standbys or {}),
+        # A standby where its active moves goes where the active was.
+        standby_moves=tuple(
+            (m.task, member_instance[m.to_member], member_instance[m.from_member])
+            for m in moves
+            if m.promotes_standby
+        ),
         exact=exact,
         objective=problem.objective(assignment),
     )
@@ -318,21 +323,6 @@ class _Problem:
                 by_instance[self.member_instance[target]] += load
                 moved += moves_of(task, source, target)
                 assignment[task] = target
-
-
-def _standby_moves(
-    moves: Sequence[Move],
-    member_instance: Mapping[str, str],
-    current: Mapping[str, str],
-    standbys: Mapping[str, Sequence[str]],
-) -> tuple[tuple[str, str, str], ...]:
-    """A standby on the instance its active moves to goes where the active was."""
-    displaced = []
-    for move in moves:
-        target = member_instance[move.to_member]
-        if target in standbys.get(move.task, ()):
-            displaced.append((move.task, target, member_instance[current[move.task]]))
-    return tuple(displaced)
 
 
 def _rounded(value: float) -> float:

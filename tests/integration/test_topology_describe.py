@@ -3,7 +3,6 @@ parsed by ksmon, against two other views of the same topology: what the classic
 assignment says each task reads, and the topology a KIP-1071 broker holds."""
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +11,13 @@ from typing import Any
 import pytest
 
 from agent.collect.kafka_edge import KafkaEdge
-from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig
 from agent.embedded.topics import create_topics
-from agent.model import AgentInfo, Snapshot
+from agent.model import Snapshot
 from agent.streams.topology import parse_topology
+from tests.support.recording import group_poller
 from tests.support.streams import StreamsApps, unique_name
 
 pytestmark = pytest.mark.integration
@@ -27,19 +26,13 @@ PARTITIONS = 2
 
 
 def poll_until(edge: KafkaEdge, group: str, ready: Any) -> Snapshot:
-    poller = ClusterPoller(
-        "local",
-        AgentInfo("test", "0", "central"),
-        edge,
-        group_filter=GroupFilter(allow=(re.compile(re.escape(group)),)),
-    )
+    """The first poll of ``group`` whose snapshot is ``ready``."""
+    poller = group_poller(edge, [group])
     seen: list[Snapshot] = []
 
     def polled() -> bool:
-        result = poller.poll()
-        found = [s for s in result.snapshots if s.group.group_id == group]
-        seen[:] = found
-        return bool(found) and bool(ready(found[0]))
+        seen[:] = [s for s in poller.poll().snapshots if s.group.group_id == group]
+        return bool(seen) and bool(ready(seen[0]))
 
     wait_until(polled, timeout=90, what=f"a settled poll of {group}")
     return seen[0]

@@ -1,5 +1,9 @@
+import dataclasses
 import json
+import re
+import typing
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +21,7 @@ from agent.model import (
     TaskOffsetSum,
     TopicPartitionRef,
 )
+from agent.model import snapshot as snapshot_module
 from agent.model.records import NewerSchemaError, RecordError
 
 
@@ -173,3 +178,25 @@ def test_a_schema_version_that_is_no_positive_integer_is_refused_in_one_short_li
 
 def test_key_keeps_one_groups_snapshots_on_one_partition() -> None:
     assert a_snapshot().key == b"prod/app"
+
+
+def _field_paths(cls: type, prefix: str = "") -> list[str]:
+    """Every field of the snapshot, nested records included, as dotted paths."""
+    paths = []
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        paths.append(f"{prefix}{f.name}")
+        for name in re.findall(r"[A-Za-z]+", str(hints[f.name])):
+            nested = getattr(snapshot_module, name, None)
+            if isinstance(nested, type) and dataclasses.is_dataclass(nested):
+                paths += _field_paths(nested, f"{prefix}{f.name}.")
+    return paths
+
+
+def test_every_snapshot_field_is_documented() -> None:
+    """docs/snapshot.md is the contract with the job and with anyone reading the topic."""
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "snapshot.md").read_text()
+    paths = _field_paths(Snapshot)
+    assert "members.streams.warmup_tasks" in paths, "the walk reaches nested records"
+    missing = [p for p in paths if f"`{p.rsplit('.', 1)[-1]}" not in doc]
+    assert missing == [], f"not in docs/snapshot.md: {missing}"
