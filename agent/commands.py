@@ -14,12 +14,12 @@ from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
 from agent.config.tls_files import check_tls_files
+from agent.config.topologies import configured_topologies, configured_topology
 from agent.errors import ConfigError, KsmonError
 from agent.explain.findings import findings_for_group
 from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
 from agent.runner import AgentRunner, agent_identity
-from agent.streams.topology import TopologyDescription, TopologyParseError, parse_topology
 from agent.terminal import table
 
 
@@ -114,6 +114,7 @@ def poll_group(
         agent_identity(target.config),
         edge,
         group_filter=GroupFilter(allow=(re.compile(re.escape(group)),)),
+        topologies=configured_topologies(target.config, cluster.name),
     )
     snapshots: list[Snapshot] = []
     try:
@@ -153,20 +154,6 @@ def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) 
     topology, problem = configured_topology(target.config, target.cluster.name, group)
     report = build_report(first, second, findings, source, topology)
     return replace(report, problems=(*report.problems, problem)) if problem else report
-
-
-def configured_topology(
-    config: Config, cluster: str, group: str
-) -> tuple[TopologyDescription | None, str | None]:
-    """The group's configured describe() text, parsed; or why it could not be read now
-    (the loader checked it, but a file can change or go away since)."""
-    configured = config.topology(cluster, group)
-    if configured is None:
-        return None, None
-    try:
-        return parse_topology(configured.describe_text()), None
-    except (OSError, UnicodeDecodeError, TopologyParseError) as e:
-        return None, f"topology: the configured Topology#describe() text: {e}"
 
 
 def _findings_topic(config: Config) -> str:

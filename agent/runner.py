@@ -20,6 +20,7 @@ from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
 from agent.collect.schedule import PollScheduler, ScheduledPoller
 from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.config import Config, SidecarConfig, kafka_client_settings
+from agent.config.topologies import configured_topologies
 from agent.errors import ConfigError
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
@@ -94,6 +95,7 @@ class AgentRunner:
                 history=OffsetHistory(max_age_seconds=config.exposition.lag_history),
                 rebalances=tail,
                 sidecar=_sidecar_collector(sidecar, identity) if sidecar is not None else None,
+                topologies=configured_topologies(config, cluster.name),
             )
             self.pollers[cluster.name] = poller
             scheduled.append(ScheduledPoller(poller, cluster.poll.offsets_interval))

@@ -51,6 +51,7 @@ def dashboard() -> Dashboard:
             _rebalances(),
             _threads(),
             _lag(),
+            _sizing(),
         ],
     )
 
@@ -551,6 +552,51 @@ def _lag() -> Row:
                 unit="short",
                 width=24,
                 column_units={"bytes": "bytes"},
+            ),
+        ],
+    )
+
+
+SIZING = 'kind=~"idle_members|assignment_size_risk"'
+
+
+def _sizing() -> Row:
+    return Row(
+        "Sizing: threads against tasks, group metadata",
+        [
+            Panel(
+                "timeseries",
+                "Stream threads against active tasks",
+                "Stream threads (group members) over all instances, and the active tasks they "
+                "share. More threads than tasks: some threads can never work (idle_members). "
+                "Many tasks per thread while lag grows: too few threads.",
+                [
+                    Query(f"sum({_app('ksmon_streams_instance_threads')})", "stream threads"),
+                    Query(f"sum({_app('ksmon_streams_instance_tasks', ACTIVE)})", "active tasks"),
+                ],
+                unit="none",
+                minimum=0,
+            ),
+            Panel(
+                "timeseries",
+                "Group metadata size",
+                "Bytes of member subscriptions and assignments the group coordinator stores "
+                "in one __consumer_offsets record (agent). Past the topic's max.message.bytes "
+                "the group cannot rebalance (assignment_size_risk warns from half of it).",
+                [Query(_by("group", "ksmon_group_metadata_bytes"), "metadata bytes")],
+                unit="bytes",
+                minimum=0,
+            ),
+            Panel(
+                "table",
+                "Sizing findings",
+                "Open findings about the application's size: idle stream threads "
+                "(idle_members), group metadata near the offsets topic's limit "
+                "(assignment_size_risk). The evidence (ksmon explain, ksmon findings) says "
+                "which threads and how many bytes.",
+                [Query(_by("kind, severity, process", "ksmon_finding_active", SIZING))],
+                unit="none",
+                width=24,
             ),
         ],
     )

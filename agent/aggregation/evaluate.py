@@ -46,6 +46,7 @@ from agent.aggregation.results import (
     GaugeRow,
 )
 from agent.aggregation.tables import KEYS, SERIES, Tables, build_tables, regrouped
+from agent.aggregation.topology_names import subtopology_names, with_subtopology_names
 from agent.aggregation.windows import evaluated, reused, since_first_evaluation
 from agent.config.schema import DetectorsConfig
 from agent.model.findings import FindingSubject
@@ -86,11 +87,12 @@ def evaluation_frame(
     """Everything an evaluation returns, as one DataFrame (one Spark job to collect)."""
     # Partitioned like the snapshots, so no join or aggregate with them shuffles it again.
     evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
+    at_evaluations = evaluated(snapshots, evaluations)
     tables = _reused_tables(
         build_tables(
             snapshots,
             recent=since_first_evaluation(snapshots, evaluations, partition_look_back(params)),
-            at_evaluations=evaluated(snapshots, evaluations),
+            at_evaluations=at_evaluations,
         )
     )
     rates = compute_rates(tables, evaluations, params.evaluation_window)
@@ -108,7 +110,12 @@ def evaluation_frame(
         detect_idle_members(ctx),
         detect_assignment_size_risk(ctx),
     ]
-    frames = [_as_result(d.candidates, "candidate") for d in detections]
+    found = detections[0].candidates
+    for d in detections[1:]:
+        found = found.unionByName(d.candidates)
+    frames = [
+        _as_result(with_subtopology_names(found, subtopology_names(at_evaluations)), "candidate")
+    ]
     frames += [
         _as_result(d.coverage.withColumn("kind", F.lit(d.kind)), "coverage") for d in detections
     ]

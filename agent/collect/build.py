@@ -38,8 +38,13 @@ from agent.model import (
     SubtopologyInfo,
     TopicInfo,
 )
-from agent.streams.internal_topics import InternalTopicKind, classify_internal_topic
+from agent.streams.internal_topics import (
+    InternalTopicKind,
+    changelog_store_name,
+    classify_internal_topic,
+)
 from agent.streams.offsets_topic import StreamsCommitMetadata, decode_streams_commit_metadata
+from agent.streams.topology import TopologyDescription
 
 STREAMS_PROTOCOL = "stream"  # StreamsPartitionAssignor's protocol name in classic groups
 OFFSETS_TOPIC = "__consumer_offsets"
@@ -79,6 +84,9 @@ class PollObservation:
     # Groups known to be Kafka Streams applications whatever they look like now
     # (a sidecar's own app, even while its group is empty).
     known_streams: frozenset[str] = frozenset()
+    # Configured Topology#describe() texts, parsed, by group id (as printed: internal
+    # topics without the application id; ``build_snapshot`` names them).
+    topologies: Mapping[str, TopologyDescription] = field(default_factory=dict)
 
 
 def is_streams_group(
@@ -205,11 +213,22 @@ def build_snapshot(
         ),
         rebalances=rebalance.new_events,
         errors=_errors(observation, group_id, described, modern, streams_group),
-        subtopologies=_subtopologies(streams_group),
+        subtopologies=(
+            _broker_subtopologies(streams_group)
+            or _configured_subtopologies(
+                observation.topologies.get(group_id),
+                group_id,
+                known_topics={*observation.metadata.all_topics, *observation.topics},
+            )
+        ),
     )
 
 
-def _subtopologies(described: StreamsGroupDescription | None) -> tuple[SubtopologyInfo, ...]:
+def _broker_subtopologies(
+    described: StreamsGroupDescription | None,
+) -> tuple[SubtopologyInfo, ...]:
+    if described is None:
+        return ()
     return tuple(
         SubtopologyInfo(
             subtopology_id=s.subtopology_id,
@@ -217,8 +236,48 @@ def _subtopologies(described: StreamsGroupDescription | None) -> tuple[Subtopolo
             repartition_source_topics=s.repartition_source_topics,
             repartition_sink_topics=s.repartition_sink_topics,
             changelog_topics=s.changelog_topics,
+            origin="broker",
+            state_stores=tuple(
+                store
+                for topic in s.changelog_topics
+                if (store := changelog_store_name(topic, described.group_id)) is not None
+            ),
         )
-        for s in (described.subtopologies or () if described is not None else ())
+        for s in described.subtopologies or ()
+    )
+
+
+def _configured_subtopologies(
+    topology: TopologyDescription | None, application_id: str, known_topics: set[str]
+) -> tuple[SubtopologyInfo, ...]:
+    """The configured describe() text as the broker would hold it: internal topics by
+    their broker names, a store's changelog only where that topic exists (a store can
+    run without logging, or, optimized, log to its source topic)."""
+    if topology is None:
+        return ()
+
+    def repartition(topic: str) -> bool:
+        # Foreign-key join topics are repartition topics to Kafka Streams too.
+        kind = classify_internal_topic(topic, application_id)
+        return kind is not None and kind is not InternalTopicKind.CHANGELOG
+
+    named = topology.for_application(application_id)
+    return tuple(
+        SubtopologyInfo(
+            subtopology_id=str(s.subtopology_id),
+            source_topics=tuple(t for t in s.source_topics if not repartition(t)),
+            repartition_source_topics=tuple(t for t in s.source_topics if repartition(t)),
+            repartition_sink_topics=tuple(t for t in s.sink_topics if repartition(t)),
+            changelog_topics=tuple(
+                topic
+                for store in s.stores
+                if (topic := f"{application_id}-{store}-changelog") in known_topics
+            ),
+            origin="configured",
+            state_stores=s.stores,
+            processors=s.processors,
+        )
+        for s in named.task_subtopologies
     )
 
 

@@ -14,7 +14,7 @@ import logging
 import re
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.collect.app_scrape import Scrape
@@ -49,6 +49,7 @@ from agent.collect.sidecar import SidecarCollector, SidecarObservation
 from agent.model import AgentInfo, SidecarInfo, Snapshot
 from agent.streams.codec import DecodeError
 from agent.streams.consumer_protocol import decode_consumer_assignment
+from agent.streams.topology import TopologyDescription
 
 log = logging.getLogger(__name__)
 
@@ -114,10 +115,13 @@ class ClusterPoller:
         history: OffsetHistory | None = None,
         rebalances: RebalanceSource | None = None,
         sidecar: SidecarCollector | None = None,
+        topologies: Mapping[str, TopologyDescription] | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         """``sidecar`` scopes the poll to its application's group (no ListGroups, no
-        all-topics Metadata) and adds what it sees in the pod to that group's snapshot."""
+        all-topics Metadata) and adds what it sees in the pod to that group's snapshot.
+        ``topologies``: configured describe() texts by group id, shipped as the groups'
+        sub-topologies where the broker holds none."""
         self.cluster = cluster
         self.agent = agent
         self.edge = edge
@@ -126,6 +130,7 @@ class ClusterPoller:
         self.history = history or OffsetHistory()
         self.rebalances = rebalances or RebalanceSource()
         self.sidecar = sidecar
+        self.topologies = dict(topologies or {})
         self.clock = clock
         self.metadata = ClusterMetadataCache()
         self.sequence = 0
@@ -306,6 +311,7 @@ class ClusterPoller:
             known_streams=frozenset(
                 [self.sidecar.application_id] if self.sidecar is not None else []
             ),
+            topologies=self.topologies,
         )
         result.snapshots = build_snapshots(observation, self.history, now)
 

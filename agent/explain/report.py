@@ -278,8 +278,8 @@ def _advice(instances: Sequence[InstanceLine]) -> AdviceLine | None:
 def _topology(
     snapshot: Snapshot, configured: TopologyDescription | None
 ) -> tuple[SubtopologyLine, ...]:
-    """A configured description first (it names processors and stores); else the one a
-    KIP-1071 group's broker holds."""
+    """A configured description first (it names processors, patterns and global stores);
+    else the snapshot's (a KIP-1071 broker's, or the agent's configured one)."""
     tasks: dict[str, int] = defaultdict(int)
     for m in snapshot.members:
         for task in m.streams.active_tasks if m.streams is not None else ():
@@ -304,7 +304,10 @@ def _topology(
             subtopology=s.subtopology_id,
             reads=(*s.source_topics, *s.repartition_source_topics),
             writes=s.repartition_sink_topics,
-            stores=tuple(_store_of(snapshot.group.group_id, t) for t in s.changelog_topics),
+            # Snapshots from before state_stores existed carry only the changelogs.
+            stores=s.state_stores
+            or tuple(_store_of(snapshot.group.group_id, t) for t in s.changelog_topics),
+            processors=s.processors,
             active_tasks=tasks.get(s.subtopology_id, 0),
         )
         for s in snapshot.subtopologies

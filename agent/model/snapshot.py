@@ -107,13 +107,19 @@ class StreamsMemberInfo:
 
 @dataclass(frozen=True, slots=True)
 class SubtopologyInfo:
-    """One sub-topology of a KIP-1071 streams group, as the broker holds its topology."""
+    """One sub-topology of a Kafka Streams application: as a KIP-1071 broker holds it
+    (``origin`` "broker"), or from the application's ``Topology#describe()`` text in the
+    agent's config (``origin`` "configured", classic groups)."""
 
     subtopology_id: str  # the task ids' first part: task "<subtopology_id>_<partition>"
     source_topics: tuple[str, ...] = ()  # user topics it reads
     repartition_source_topics: tuple[str, ...] = ()  # internal repartition topics it reads
     repartition_sink_topics: tuple[str, ...] = ()  # repartition topics it writes
     changelog_topics: tuple[str, ...] = ()
+    # Added with configured topologies (defaults keep older snapshots valid):
+    origin: str = "broker"  # "broker" | "configured"
+    state_stores: tuple[str, ...] = ()  # store names (a broker's: from its changelog topics)
+    processors: tuple[str, ...] = ()  # processor node names (configured only)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ assignment says each task reads, and the topology a KIP-1071 broker holds."""
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,8 @@ from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig
 from agent.embedded.topics import create_topics
 from agent.model import Snapshot
-from agent.streams.topology import parse_topology
+from agent.streams.topology import TopologyDescription, parse_topology
+from tests.support.kafka_tools import list_topics
 from tests.support.recording import group_poller
 from tests.support.streams import StreamsApps, unique_name
 
@@ -25,9 +27,14 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 2
 
 
-def poll_until(edge: KafkaEdge, group: str, ready: Any) -> Snapshot:
+def poll_until(
+    edge: KafkaEdge,
+    group: str,
+    ready: Any,
+    topologies: Mapping[str, TopologyDescription] | None = None,
+) -> Snapshot:
     """The first poll of ``group`` whose snapshot is ``ready``."""
-    poller = group_poller(edge, [group])
+    poller = group_poller(edge, [group], topologies=topologies)
     seen: list[Snapshot] = []
 
     def polled() -> bool:
@@ -105,6 +112,21 @@ def test_the_parsed_description_reads_what_the_tasks_and_the_broker_say(
     assert "TOPOLOGY (from the configured Topology#describe() text)" in text
     assert f"sub-topology 0: {PARTITIONS} active tasks; reads " in text
     assert f"stores {', '.join(join.stores)}" in text
+    # The agent ships the configured text as the group's sub-topologies, as a KIP-1071
+    # broker would hold them: what the tasks read, the stores and their changelogs.
+    snapshot = poll_until(
+        edge, joined, lambda s: s.group.state == "Stable", topologies={joined: described}
+    )
+    (shipped,) = snapshot.subtopologies
+    assert shipped.origin == "configured"
+    assert {int(shipped.subtopology_id): set(shipped.source_topics)} == read_by_tasks
+    assert (shipped.state_stores, shipped.processors) == (join.stores, join.processors)
+    on_broker = set(list_topics(kafka))
+    assert (
+        set(shipped.changelog_topics)
+        == {f"{joined}-{store}-changelog" for store in join.stores} & on_broker
+    )
+    assert shipped.changelog_topics, "the join's table store logs to a changelog"
 
     # KIP-1071: the broker holds the topology the app sent it; the description agrees.
     # describe() prints internal topics without the application id they carry.
@@ -124,6 +146,10 @@ def test_the_parsed_description_reads_what_the_tasks_and_the_broker_say(
     text = explain(counted, "--bootstrap", kafka.bootstrap_servers)
     assert "TOPOLOGY (as the broker holds it)" in text
     assert f"sub-topology 1: {PARTITIONS} active tasks; reads {repartition}; stores counts" in text
+    assert {s.origin for s in snapshot.subtopologies} == {"broker"}
+    assert [s.state_stores for s in snapshot.subtopologies] == [
+        s.stores for s in described.subtopologies
+    ], "the broker's stores, named from their changelogs"
     changelogs = {t for s in snapshot.subtopologies for t in s.changelog_topics}
     assert changelogs == {
         f"{counted}-{store}-changelog" for store in described.subtopologies[1].stores

@@ -138,3 +138,16 @@ def describe_streams_group(kafka: EmbeddedKafka, group: str) -> StreamsGroupStat
         if len(fields) == 7 and fields[0] == group:
             return StreamsGroupState(fields[3], int(fields[4]), int(fields[5]), int(fields[6]))
     return None
+
+
+TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+
+
+def list_topics(kafka: EmbeddedKafka) -> list[str]:
+    """``kafka-topics --list``: every topic's name."""
+    result = kafka.distribution.run_tool(
+        TOPIC_COMMAND, ["--bootstrap-server", kafka.bootstrap_servers, "--list"]
+    )
+    if result.returncode != 0:
+        raise AssertionError(f"TopicCommand failed: {result.stderr or result.stdout}")
+    return [line.strip() for line in result.stdout.splitlines() if line.strip()]

@@ -2,16 +2,21 @@
 the job's replay path reads."""
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.model import AgentInfo, Snapshot
+from agent.streams.topology import TopologyDescription
 
 
 def group_poller(
-    edge: KafkaEdge, groups: Iterable[str], *, metadata_interval: float = 60.0
+    edge: KafkaEdge,
+    groups: Iterable[str],
+    *,
+    metadata_interval: float = 60.0,
+    topologies: Mapping[str, TopologyDescription] | None = None,
 ) -> ClusterPoller:
     """A central agent's poller of cluster ``local`` that sees only ``groups``."""
     return ClusterPoller(
@@ -20,6 +25,7 @@ def group_poller(
         edge,
         group_filter=GroupFilter(allow=tuple(re.compile(re.escape(g)) for g in groups)),
         metadata_interval=metadata_interval,
+        topologies=topologies,
     )
 
 

@@ -17,7 +17,7 @@ from tests.unit.aggregation.cases import T0, Case, Expect, times
 KIND = "restore_stalled"
 
 
-def _count_app(
+def count_app(
     group: str,
     *,
     offset_sums: Mapping[str, int] | None = None,
@@ -191,7 +191,7 @@ CASES = [
         "task 1_0's member has no local state for 50000 changelog records and its input has "
         "not committed for 9 minutes while the lag grew and the group stayed Stable",
         KIND,
-        _count_app("restore-broker-stalled"),
+        count_app("restore-broker-stalled"),
         expect=[Expect("warning", "pA", task="1_0")],
         check=_check_broker_evidence,
     ),
@@ -199,31 +199,31 @@ CASES = [
         "restore-broker-progressing",
         "the task is behind, but its input keeps committing: the restore finished and it works",
         KIND,
-        _count_app("restore-broker-progressing", commit_stops_at=None),
+        count_app("restore-broker-progressing", commit_stops_at=None),
     ),
     Case(
         "restore-broker-small-backlog",
         "5000 records behind is within acceptable_recovery_lag (10000)",
         KIND,
-        _count_app("restore-broker-small-backlog", changelog_end=5000),
+        count_app("restore-broker-small-backlog", changelog_end=5000),
     ),
     Case(
         "restore-broker-running-active",
         "the member reports the task as running active (offset sum -2): caught up",
         KIND,
-        _count_app("restore-broker-running-active", offset_sums={"1_0": -2}),
+        count_app("restore-broker-running-active", offset_sums={"1_0": -2}),
     ),
     Case(
         "restore-broker-recent-rebalance",
         "the group rebalanced 2 minutes ago: the task has not been quiet long enough while Stable",
         KIND,
-        _count_app("restore-broker-recent-rebalance", rebalancing=(450, 480)),
+        count_app("restore-broker-recent-rebalance", rebalancing=(450, 480)),
     ),
     Case(
         "restore-broker-no-traffic",
         "no commit, but no new records either: an idle task, not a stuck restore",
         KIND,
-        _count_app("restore-broker-no-traffic", input_rate=0.0),
+        count_app("restore-broker-no-traffic", input_rate=0.0),
     ),
     Case(
         "restore-broker-whole-thread-stuck",

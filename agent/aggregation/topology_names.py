@@ -1,0 +1,107 @@
+"""Findings that name tasks also name their sub-topologies: what each reads, its stores.
+
+A task id says only ``<sub-topology>_<partition>``; a person on call needs the
+topics and stores behind it. Where the evaluated snapshot carries the group's
+sub-topologies (a KIP-1071 broker's topology, or the application's configured
+``Topology#describe()`` text), every candidate that mentions a task, as its
+subject or in its evidence, gets them: in the evidence as ``subtopologies``
+(id, origin, topics read, stores, processors) and, shortly, in the explanation.
+Candidates of groups without a known topology are left exactly as they were.
+"""
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from agent.aggregation.tables import KEYS
+
+# Task ids inside the evidence JSON: a quoted "<sub-topology>_<partition>" value.
+_TASK_IN_EVIDENCE = r'"(\d+)_\d+"'
+
+
+def subtopology_names(snapshots: DataFrame) -> DataFrame:
+    """Per snapshot (KEYS), a map from sub-topology id to what names it."""
+    rows = snapshots.select(
+        *KEYS, F.explode(F.coalesce(F.col("s.subtopologies"), F.array())).alias("x")
+    )
+    info = F.struct(
+        F.col("x.subtopology_id").alias("id"),
+        F.coalesce(F.col("x.origin"), F.lit("broker")).alias("origin"),
+        F.concat(
+            F.coalesce(F.col("x.source_topics"), F.array()),
+            F.coalesce(F.col("x.repartition_source_topics"), F.array()),
+        ).alias("reads"),
+        F.coalesce(F.col("x.state_stores"), F.array()).alias("stores"),
+        F.coalesce(F.col("x.processors"), F.array()).alias("processors"),
+    )
+    return rows.groupBy(*KEYS).agg(
+        F.map_from_entries(F.collect_list(F.struct(F.col("x.subtopology_id"), info))).alias(
+            "_names"
+        )
+    )
+
+
+def with_subtopology_names(candidates: DataFrame, names: DataFrame) -> DataFrame:
+    """``candidates`` (CANDIDATE_COLUMNS) with their tasks' sub-topologies named."""
+    ids = F.array_distinct(
+        F.concat(
+            F.when(
+                F.col("task").isNotNull(),
+                F.array(F.regexp_extract(F.col("task"), r"^(\d+)_", 1)),
+            ).otherwise(F.array()),
+            F.coalesce(
+                F.regexp_extract_all(F.col("evidence"), F.lit(_TASK_IN_EVIDENCE), 1), F.array()
+            ),
+        )
+    )
+    named = F.filter(
+        F.transform(F.array_sort(ids), lambda i: F.element_at(F.col("_names"), i)),
+        lambda s: s.isNotNull(),
+    )
+    joined = candidates.join(names, list(KEYS), "left").withColumn(
+        "_named", F.when(F.col("_names").isNotNull(), named).otherwise(F.array())
+    )
+    has_names = F.size("_named") > 0
+    return joined.select(
+        *[
+            F.when(has_names, _explained(F.col(c), F.col("_named"))).otherwise(F.col(c)).alias(c)
+            if c == "explanation"
+            else F.when(has_names, _with_evidence(F.col(c), F.col("_named")))
+            .otherwise(F.col(c))
+            .alias(c)
+            if c == "evidence"
+            else F.col(c)
+            for c in candidates.columns
+        ]
+    )
+
+
+def _with_evidence(evidence: Column, named: Column) -> Column:
+    """The evidence JSON object with a ``subtopologies`` member added at its end.
+
+    Detectors write different evidence structs, so the member is spliced into the
+    text rather than parsed into one schema; every evidence is a JSON object."""
+    return F.concat(
+        evidence.substr(F.lit(1), F.length(evidence) - 1),
+        F.when(evidence == F.lit("{}"), F.lit("")).otherwise(F.lit(",")),
+        F.lit('"subtopologies":'),
+        F.to_json(named),
+        F.lit("}"),
+    )
+
+
+def _explained(explanation: Column, named: Column) -> Column:
+    """``...; sub-topology 1 reads app-x-repartition, stores counts``."""
+    one = lambda s: F.concat(  # noqa: E731 - a Spark lambda
+        F.lit("sub-topology "),
+        s["id"],
+        F.when(
+            F.size(s["reads"]) > 0, F.concat(F.lit(" reads "), F.array_join(s["reads"], ", "))
+        ).otherwise(F.lit("")),
+        F.when(
+            F.size(s["stores"]) > 0,
+            F.concat(F.lit(", stores "), F.array_join(s["stores"], ", ")),
+        ).otherwise(F.lit("")),
+    )
+    return F.concat(
+        explanation, F.lit(" ("), F.array_join(F.transform(named, one), "; "), F.lit(")")
+    )
