@@ -51,6 +51,7 @@ def dashboard() -> Dashboard:
             _rebalances(),
             _threads(),
             _lag(),
+            _internal_topics(),
         ],
     )
 
@@ -551,6 +552,42 @@ def _lag() -> Row:
                 unit="short",
                 width=24,
                 column_units={"bytes": "bytes"},
+            ),
+        ],
+    )
+
+
+def _internal_topics() -> Row:
+    partitions = "ksmon_streams_internal_topic_partitions"
+    return Row(
+        "Internal topics (internal_topic_budget)",
+        [
+            Panel(
+                "timeseries",
+                "Internal topic partitions by kind",
+                "Partitions of the application's internal topics (a repartition topic per key "
+                "change, a changelog per store), by kind; times the replication factor is what "
+                "the brokers host. The internal_topic_budget finding compares topics and "
+                "replicas with aggregation.detectors.internal_topics_per_application and "
+                "internal_replicas_per_application (KafkaStreamsInternalTopicBudget).",
+                [
+                    Query(
+                        f"sum by (kind) ({_by('topic, kind', partitions)})",
+                        "{{kind}}",
+                    ),
+                    Query(f"count({_by('topic', partitions)})", "internal topics"),
+                ],
+                unit="none",
+                width=12,
+                minimum=0,
+            ),
+            Panel(
+                "table",
+                "Internal topics",
+                "Each internal topic with its kind and partition count, biggest first.",
+                [Query(f"sort_desc({_by('topic, kind', partitions)})", "partitions")],
+                unit="none",
+                width=12,
             ),
         ],
     )
