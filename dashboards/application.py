@@ -569,7 +569,8 @@ def _internal_topics() -> Row:
                 "change, a changelog per store), by kind; times the replication factor is what "
                 "the brokers host. The internal_topic_budget finding compares topics and "
                 "replicas with aggregation.detectors.internal_topics_per_application and "
-                "internal_replicas_per_application (KafkaStreamsInternalTopicBudget).",
+                "internal_replicas_per_application (KafkaStreamsInternalTopicBudget); the "
+                "Internal topics table above lists them.",
                 [
                     Query(
                         f"sum by (kind) ({_by('topic, kind', partitions)})",
@@ -578,16 +579,8 @@ def _internal_topics() -> Row:
                     Query(f"count({_by('topic', partitions)})", "internal topics"),
                 ],
                 unit="none",
-                width=12,
+                width=24,
                 minimum=0,
-            ),
-            Panel(
-                "table",
-                "Internal topics",
-                "Each internal topic with its kind and partition count, biggest first.",
-                [Query(f"sort_desc({_by('topic, kind', partitions)})", "partitions")],
-                unit="none",
-                width=12,
             ),
         ],
     )

@@ -51,6 +51,14 @@ def _internal(snapshot: Snapshot) -> dict[str, tuple[str | None, int, int | None
     }
 
 
+def _the_broker(oracle: dict[str, TopicDescription]) -> tuple[int, int, int]:
+    """The one broker's id, the partition replicas it hosts and the partitions it leads."""
+    (broker,) = {b for t in oracle.values() for r in t.replicas for b in r}
+    replicas = sum(broker in r for t in oracle.values() for r in t.replicas)
+    leaders = sum(leader == broker for t in oracle.values() for leader in t.leaders)
+    return broker, replicas, leaders
+
+
 def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
@@ -82,7 +90,10 @@ def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
         """The app's group Stable with both internal topics in the snapshot, agreeing with
         kafka-topics (asked after the poll: nothing else creates topics meanwhile), for
         longer than the hold."""
-        (snapshot,) = poll_into(poller, recording)
+        polled = poll_into(poller, recording)
+        if not polled:  # the group does not exist before the app joins
+            return False
+        (snapshot,) = polled
         last[:] = [snapshot]
         oracle.clear()
         oracle.update(describe_topics(kafka))
@@ -118,9 +129,7 @@ def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
     topics = len(internal)
     partitions = sum(t.partitions for t in internal)
     replicas = sum(t.partitions * t.replication_factor for t in internal)
-    (broker,) = {b for t in oracle.values() for r in t.replicas for b in r}
-    broker_replicas = sum(broker in r for t in oracle.values() for r in t.replicas)
-    broker_leaders = sum(leader == broker for t in oracle.values() for leader in t.leaders)
+    broker, broker_replicas, broker_leaders = _the_broker(oracle)
     assert (topics, partitions) == (2, 2 * PARTITIONS), oracle
 
     below = replay(spark, [recording], _params(topics - 1, replicas - 1, broker_replicas - 1))
