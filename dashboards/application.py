@@ -52,6 +52,7 @@ def dashboard() -> Dashboard:
             _threads(),
             _lag(),
             _sizing(),
+            _internal_topics(),
         ],
     )
 
@@ -597,6 +598,35 @@ def _sizing() -> Row:
                 [Query(_by("kind, severity, process", "ksmon_finding_active", SIZING))],
                 unit="none",
                 width=24,
+            ),
+        ],
+    )
+
+
+def _internal_topics() -> Row:
+    partitions = "ksmon_streams_internal_topic_partitions"
+    return Row(
+        "Internal topics (internal_topic_budget)",
+        [
+            Panel(
+                "timeseries",
+                "Internal topic partitions by kind",
+                "Partitions of the application's internal topics (a repartition topic per key "
+                "change, a changelog per store), by kind; times the replication factor is what "
+                "the brokers host. The internal_topic_budget finding compares topics and "
+                "replicas with aggregation.detectors.internal_topics_per_application and "
+                "internal_replicas_per_application (KafkaStreamsInternalTopicBudget); the "
+                "Internal topics table above lists them.",
+                [
+                    Query(
+                        f"sum by (kind) ({_by('topic, kind', partitions)})",
+                        "{{kind}}",
+                    ),
+                    Query(f"count({_by('topic', partitions)})", "internal topics"),
+                ],
+                unit="none",
+                width=24,
+                minimum=0,
             ),
         ],
     )

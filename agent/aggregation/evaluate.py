@@ -24,6 +24,10 @@ from agent.aggregation.candidates import CANDIDATE_COLUMNS, Context
 from agent.aggregation.detectors.assignment_size_risk import detect_assignment_size_risk
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
 from agent.aggregation.detectors.idle_members import detect_idle_members
+from agent.aggregation.detectors.internal_topic_budget import (
+    detect_broker_partition_budget,
+    detect_internal_topic_budget,
+)
 from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
@@ -109,6 +113,8 @@ def evaluation_frame(
         rebalance.detection,
         detect_idle_members(ctx),
         detect_assignment_size_risk(ctx),
+        detect_internal_topic_budget(ctx),
+        detect_broker_partition_budget(ctx),
     ]
     found = detections[0].candidates
     for d in detections[1:]:

@@ -20,14 +20,19 @@ def _when(t: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t))
 
 
+def _where(f: Finding) -> str:
+    """``cluster/group  subject``; a cluster-level finding (no group) says so."""
+    if not f.group:
+        return f"{f.cluster}  the cluster"
+    return f"{f.cluster}/{f.group}  {f.subject.describe()}"
+
+
 def findings_text(findings: Sequence[Finding], now: float) -> str:
     if not findings:
         return "no open findings"
     lines = [f"{len(findings)} open finding{'s' if len(findings) != 1 else ''}", ""]
     for f in findings:
-        lines.append(
-            f"{f.severity.upper():8} {f.kind}  {f.cluster}/{f.group}  {f.subject.describe()}"
-        )
+        lines.append(f"{f.severity.upper():8} {f.kind}  {_where(f)}")
         lines.append(f"         since {_when(f.since)} ({_age(now - f.since)} ago)")
         lines.append(f"         {f.explanation}")
         lines.append("")
@@ -44,7 +49,7 @@ def events_text(events: Sequence[FindingEvent]) -> str:
         return "no findings opened"
     return "\n".join(
         f"{_when(e.at)}  {e.event:6} {e.finding.severity:8} {e.finding.kind}  "
-        f"{e.finding.cluster}/{e.finding.group}  {e.finding.subject.describe()}: "
+        f"{_where(e.finding)}: "
         f"{e.finding.explanation}"
         for e in events
     )

@@ -170,6 +170,12 @@ def _groups(snapshots: DataFrame) -> DataFrame:
         ).alias("lag_total"),
         F.size(F.filter(partitions, lambda p: p["lag"].isNotNull())).alias("lag_partitions"),
         F.col("s.sidecar").isNotNull().alias("has_sidecar"),
+        # A central agent's all-topics view: every internal topic listed, brokers counted.
+        F.col("s.cluster_facts.total_topics").isNotNull().alias("all_topics_known"),
+        F.col("s.cluster_facts.total_topics").alias("cluster_topics"),
+        F.col("s.cluster_facts.total_partitions").alias("cluster_partitions"),
+        F.col("s.cluster_facts.total_replicas").alias("cluster_replicas"),
+        _array("s.cluster_facts.brokers").alias("broker_loads"),
     )
 
 
@@ -320,6 +326,7 @@ def _topics(snapshots: DataFrame) -> DataFrame:
         F.coalesce(F.col("x.consumed"), F.lit(False)).alias("consumed"),
         F.col("x.size_bytes").alias("size_bytes"),
         F.coalesce(F.col("x.log_end_offsets"), F.array()).alias("log_end_offsets"),
+        F.col("x.replication_factor").alias("replication_factor"),
     )
 
 

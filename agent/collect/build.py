@@ -7,9 +7,11 @@ everything time-dependent comes in as an argument, so tests pin it.
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agent.collect.lag_time import OffsetHistory
 from agent.collect.raw import (
+    ClusterLoad,
     ClusterMetadataCache,
     ConsumerGroupDescription,
     DescribedGroup,
@@ -28,6 +30,7 @@ from agent.collect.streams_view import (
 from agent.model import (
     SCHEMA_VERSION,
     AgentInfo,
+    BrokerLoad,
     ClusterFacts,
     GroupInfo,
     PartitionInfo,
@@ -210,6 +213,7 @@ def build_snapshot(
                 or observation.metadata.broker_message_max_bytes
             ),
             offsets_topic_partitions=observation.metadata.offsets_topic_partitions,
+            **_load_facts(observation.metadata.load),
         ),
         rebalances=rebalance.new_events,
         errors=_errors(observation, group_id, described, modern, streams_group),
@@ -222,6 +226,20 @@ def build_snapshot(
             )
         ),
     )
+
+
+def _load_facts(load: ClusterLoad | None) -> dict[str, Any]:
+    if load is None:
+        return {}
+    return {
+        "total_topics": load.topics,
+        "total_partitions": load.partitions,
+        "total_replicas": load.replicas,
+        "brokers": tuple(
+            BrokerLoad(b.broker_id, b.replicas, b.leaders, b.streams_internal_replicas)
+            for b in load.brokers
+        ),
+    }
 
 
 def _broker_subtopologies(
@@ -362,6 +380,7 @@ def _topics(
                 max_message_bytes=config.max_message_bytes if config else None,
                 size_bytes=cache.topic_sizes.get(name),
                 log_end_offsets=end_offsets,
+                replication_factor=meta.replication_factor if meta else None,
             )
         )
     return tuple(rows)

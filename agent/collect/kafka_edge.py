@@ -385,10 +385,16 @@ class KafkaEdge:
         found = []
         for t in response.topics:
             leaders = [-1] * len(t.partitions)
+            replicas: list[tuple[int, ...]] = [()] * len(t.partitions)
             for p in t.partitions:
                 if 0 <= p.partition_index < len(leaders):
                     leaders[p.partition_index] = p.leader_id
-            found.append(TopicMetadata(t.name, t.error_code, bool(t.is_internal), tuple(leaders)))
+                    replicas[p.partition_index] = tuple(p.replica_nodes or ())
+            found.append(
+                TopicMetadata(
+                    t.name, t.error_code, bool(t.is_internal), tuple(leaders), tuple(replicas)
+                )
+            )
         return found
 
     def list_offsets(

@@ -44,6 +44,7 @@ from agent.collect.raw import (
     PartitionOffset,
     StreamsGroupDescription,
     TopicMetadata,
+    cluster_load,
 )
 from agent.collect.sidecar import SidecarCollector, SidecarObservation
 from agent.model import AgentInfo, SidecarInfo, Snapshot
@@ -260,8 +261,13 @@ class ClusterPoller:
         offsets = {o.group_id: o for o in offsets_list}
 
         refresh = self._metadata_due(started)
-        if refresh:
-            self._refresh_topic_list(started)
+        everything = self._refresh_topic_list(started) if refresh else None
+        if everything is not None and self.sidecar is None:
+            self.metadata.load = cluster_load(
+                everything,
+                self.edge.broker_ids(),
+                self._streams_internal(groups, described, offsets, streams_groups),
+            )
         topics = self._topics_that_matter(groups, described, offsets)
         topics.update(t for d in consumer_groups.values() for m in d.members for t, _ in m.assigned)
         topics.update(
@@ -319,11 +325,12 @@ class ClusterPoller:
         refreshed = self.metadata.refreshed_at
         return refreshed is None or now - refreshed >= self.metadata_interval
 
-    def _refresh_topic_list(self, now: float) -> None:
+    def _refresh_topic_list(self, now: float) -> list[TopicMetadata]:
         """Every topic name (to find Streams internal topics) and cluster-wide facts.
 
         A sidecar asks only for ``__consumer_offsets``: it finds its app's
         internal topics by name (``SidecarCollector.changelog_topics``).
+        Returns what the Metadata request answered (every topic, for a central agent).
         """
         everything = self.edge.topic_metadata(None if self.sidecar is None else [OFFSETS_TOPIC])
         offsets_topic = next((t for t in everything if t.name == OFFSETS_TOPIC), None)
@@ -336,6 +343,23 @@ class ClusterPoller:
         self.metadata.offsets_topic_partitions = (
             len(offsets_topic.leaders) if offsets_topic else None
         )
+        return everything
+
+    def _streams_internal(
+        self,
+        groups: Sequence[ListedGroup],
+        described: dict[str, DescribedGroup],
+        offsets: dict[str, GroupOffsets],
+        streams_groups: dict[str, StreamsGroupDescription],
+    ) -> set[str]:
+        """The internal topics of every Kafka Streams application this poll watches."""
+        return {
+            topic
+            for g in groups
+            if g.group_id in streams_groups
+            or is_streams_group(g, described.get(g.group_id), offsets.get(g.group_id))
+            for topic in streams_internal_topics(g.group_id, self.metadata.all_topics)
+        }
 
     def _refresh_topic_facts(self, topics: Sequence[str]) -> list[FailedRequest]:
         """Configs and sizes on disk of the topics ksmon reports on, and broker limits."""

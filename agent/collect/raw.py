@@ -4,6 +4,8 @@ The Kafka edge (``kafka_edge``) fills these from protocol responses; the pure
 builder (``build``) turns them into snapshots. Tests build them by hand.
 """
 
+from collections import Counter
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
 
 
@@ -139,6 +141,12 @@ class TopicMetadata:
     error_code: int
     is_internal: bool
     leaders: tuple[int, ...]  # index = partition; -1 when leaderless
+    replicas: tuple[tuple[int, ...], ...] = ()  # index = partition: its replicas' broker ids
+
+    @property
+    def replication_factor(self) -> int | None:
+        """The most replicas any partition has (a reassignment briefly adds some)."""
+        return max((len(r) for r in self.replicas), default=None) or None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +176,49 @@ class FailedRequest:
     groups: tuple[str, ...] = ()  # the groups it concerned; empty = the whole cluster
 
 
+@dataclass(frozen=True, slots=True)
+class BrokerReplicas:
+    broker_id: int
+    replicas: int = 0
+    leaders: int = 0
+    streams_internal_replicas: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLoad:
+    """Topics, partitions and replicas of the whole cluster, per broker too."""
+
+    topics: int
+    partitions: int
+    replicas: int
+    brokers: tuple[BrokerReplicas, ...]
+
+
+def cluster_load(
+    topics: Sequence[TopicMetadata], broker_ids: Iterable[int], streams_internal: Set[str]
+) -> ClusterLoad:
+    """Count every partition replica on its broker (brokers without any count 0)."""
+    replicas: Counter[int] = Counter()
+    leaders: Counter[int] = Counter()
+    internal: Counter[int] = Counter()
+    partitions = 0
+    ok = [t for t in topics if t.error_code == 0]
+    for topic in ok:
+        partitions += len(topic.leaders)
+        leaders.update(b for b in topic.leaders if b >= 0)
+        for nodes in topic.replicas:
+            replicas.update(nodes)
+            if topic.name in streams_internal:
+                internal.update(nodes)
+    ids = sorted(set(broker_ids) | set(replicas))
+    return ClusterLoad(
+        topics=len(ok),
+        partitions=partitions,
+        replicas=sum(replicas.values()),
+        brokers=tuple(BrokerReplicas(b, replicas[b], leaders[b], internal[b]) for b in ids),
+    )
+
+
 @dataclass(slots=True)
 class ClusterMetadataCache:
     """What the slow (metadata-interval) part of a poll learned; reused between refreshes."""
@@ -180,3 +231,5 @@ class ClusterMetadataCache:
     broker_message_max_bytes: int | None = None
     offsets_topic_max_message_bytes: int | None = None
     offsets_topic_partitions: int | None = None
+    # Central agents only: from the all-topics Metadata of the last refresh.
+    load: ClusterLoad | None = None

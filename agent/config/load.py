@@ -495,4 +495,19 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         assignment_growth_window=s.duration("assignment_growth_window"),
         assignment_growth_horizon=s.duration("assignment_growth_horizon"),
         assignment_growth_min_ratio=s.number("assignment_growth_min_ratio", minimum=0, maximum=1),
+        internal_topics_per_application=_budget(s, "internal_topics_per_application"),
+        internal_replicas_per_application=_budget(s, "internal_replicas_per_application"),
+        partition_replicas_per_broker=_budget(s, "partition_replicas_per_broker"),
+        budget_approach_ratio=s.number("budget_approach_ratio", minimum=0.01, maximum=1),
+        budget_hold=s.duration("budget_hold"),
     )
+
+
+def _budget(s: Section, key: str) -> int:
+    """A budget: a whole number, or 0 / ``none`` for no budget (that check is off)."""
+    value = s.raw.get(key)
+    if isinstance(value, str):
+        if value.strip().lower() in ("none", "off"):
+            return 0
+        raise s.fail(key, f"expected a whole number, or 0 or none for no budget, got {value!r}")
+    return s.integer(key, minimum=0, rule="must be a whole number, 0 or none (no budget)")

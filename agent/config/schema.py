@@ -264,6 +264,15 @@ class DetectorsConfig:
     assignment_growth_window: float = 0.0
     assignment_growth_horizon: float = 7 * 86400.0
     assignment_growth_min_ratio: float = 0.25
+    # internal_topic_budget: a Kafka Streams application's internal topics and their
+    # partition replicas (partitions x replication factor), and each broker's partition
+    # replicas over the whole cluster, against budgets (0: that check is off). Warning
+    # above a budget, info from budget_approach_ratio of it, held for budget_hold.
+    internal_topics_per_application: int = 50
+    internal_replicas_per_application: int = 2000
+    partition_replicas_per_broker: int = 4000
+    budget_approach_ratio: float = 0.8
+    budget_hold: float = 300.0
 
     @property
     def history_retention(self) -> float:
@@ -280,6 +289,7 @@ class DetectorsConfig:
             2 * self.loop_window,
             self.idle_members_after,
             self.assignment_growth_window,
+            self.budget_hold,
         )
         return longest + self.evaluation_window
 

@@ -4,6 +4,7 @@ from agent.model.records import NewerSchemaError, RecordError
 from agent.model.snapshot import (
     SCHEMA_VERSION,
     AgentInfo,
+    BrokerLoad,
     CheckpointOffset,
     ClientTag,
     ClusterFacts,
@@ -31,6 +32,7 @@ from agent.model.snapshot import (
 __all__ = [
     "SCHEMA_VERSION",
     "AgentInfo",
+    "BrokerLoad",
     "CheckpointOffset",
     "ClientTag",
     "ClusterFacts",

@@ -27,6 +27,8 @@ Kind = Literal[
     "rebalance_loop",
     "idle_members",
     "assignment_size_risk",
+    "internal_topic_budget",
+    "broker_partition_budget",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -179,6 +179,19 @@ class TopicInfo:
     # Per-partition log-end offsets (index = partition) of internal topics the
     # group does not consume (changelogs), for restore progress.
     log_end_offsets: tuple[int | None, ...] = ()
+    # Replicas per partition (the most any partition has); None when unknown.
+    replication_factor: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLoad:
+    """The partition replicas one broker hosts, over every topic of the cluster."""
+
+    broker_id: int
+    replicas: int = 0  # partition replicas assigned to it (leader or follower)
+    leaders: int = 0  # partitions it leads
+    # Of ``replicas``: those of internal topics of the Kafka Streams applications watched.
+    streams_internal_replicas: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +200,13 @@ class ClusterFacts:
     # The limit a group's metadata record must fit in (KAFKA-7149).
     offsets_topic_max_message_bytes: int | None = None
     offsets_topic_partitions: int | None = None
+    # From the all-topics Metadata of a central agent (refreshed every
+    # metadata_interval, once per cluster); None / empty from a sidecar, which
+    # never lists every topic.
+    total_topics: int | None = None
+    total_partitions: int | None = None
+    total_replicas: int | None = None
+    brokers: tuple[BrokerLoad, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from agent.embedded.streams_app import StreamsAppConfig
 from agent.embedded.topics import create_topics
 from agent.model import Snapshot
 from agent.streams.topology import TopologyDescription, parse_topology
-from tests.support.kafka_tools import list_topics
+from tests.support.kafka_tools import describe_topics
 from tests.support.recording import group_poller
 from tests.support.streams import StreamsApps, unique_name
 
@@ -121,7 +121,7 @@ def test_the_parsed_description_reads_what_the_tasks_and_the_broker_say(
     assert shipped.origin == "configured"
     assert {int(shipped.subtopology_id): set(shipped.source_topics)} == read_by_tasks
     assert (shipped.state_stores, shipped.processors) == (join.stores, join.processors)
-    on_broker = set(list_topics(kafka))
+    on_broker = set(describe_topics(kafka))
     assert (
         set(shipped.changelog_topics)
         == {f"{joined}-{store}-changelog" for store in join.stores} & on_broker

@@ -143,11 +143,46 @@ def describe_streams_group(kafka: EmbeddedKafka, group: str) -> StreamsGroupStat
 TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
 
 
-def list_topics(kafka: EmbeddedKafka) -> list[str]:
-    """``kafka-topics --list``: every topic's name."""
+@dataclass(frozen=True)
+class TopicDescription:
+    name: str
+    partitions: int
+    replication_factor: int
+    # Broker ids of each partition's replicas, and each partition's leader (-1: none).
+    replicas: tuple[tuple[int, ...], ...]
+    leaders: tuple[int, ...]
+
+
+def describe_topics(kafka: EmbeddedKafka) -> dict[str, TopicDescription]:
+    """``kafka-topics --describe`` of every topic (internal ones included), parsed."""
     result = kafka.distribution.run_tool(
-        TOPIC_COMMAND, ["--bootstrap-server", kafka.bootstrap_servers, "--list"]
+        TOPIC_COMMAND, ["--bootstrap-server", kafka.bootstrap_servers, "--describe"]
     )
     if result.returncode != 0:
         raise AssertionError(f"TopicCommand failed: {result.stderr or result.stdout}")
-    return [line.strip() for line in result.stdout.splitlines() if line.strip()]
+    heads: dict[str, dict[str, str]] = {}
+    parts: dict[str, list[tuple[int, int, tuple[int, ...]]]] = {}
+    for line in result.stdout.splitlines():
+        fields = {
+            key.strip(): value.strip()
+            for key, _, value in (f.partition(":") for f in line.split("\t") if ":" in f)
+        }
+        if "PartitionCount" in fields:
+            heads[fields["Topic"]] = fields
+        elif "Partition" in fields and "Replicas" in fields:
+            replicas = tuple(int(b) for b in fields["Replicas"].split(",") if b)
+            leader = int(fields["Leader"]) if fields["Leader"].lstrip("-").isdigit() else -1
+            parts.setdefault(fields["Topic"], []).append(
+                (int(fields["Partition"]), leader, replicas)
+            )
+    described = {}
+    for name, head in heads.items():
+        rows = sorted(parts.get(name, []))
+        described[name] = TopicDescription(
+            name,
+            int(head["PartitionCount"]),
+            int(head["ReplicationFactor"]),
+            tuple(r for _, _, r in rows),
+            tuple(leader for _, leader, _ in rows),
+        )
+    return described

@@ -761,3 +761,48 @@ def test_check_config_describes_the_aggregation_job_where_it_reads_and_writes() 
     kafka = parse(MINIMAL).describe()
     assert "reads Kafka topic ksmon.snapshots on cluster" in kafka
     assert "findings to Kafka topic ksmon.findings on cluster" in kafka
+
+
+def _detectors(lines: str) -> Config:
+    return parse(MINIMAL + "aggregation:\n  detectors:\n" + textwrap.indent(lines, "    "))
+
+
+def test_a_budget_of_zero_or_none_turns_that_check_off() -> None:
+    detectors = _detectors(
+        "internal_topics_per_application: none\n"
+        "internal_replicas_per_application: 0\n"
+        "partition_replicas_per_broker: 12000\n"
+    ).aggregation.detectors
+    assert detectors.internal_topics_per_application == 0
+    assert detectors.internal_replicas_per_application == 0
+    assert detectors.partition_replicas_per_broker == 12000
+    defaults = parse(MINIMAL).aggregation.detectors
+    assert (defaults.partition_replicas_per_broker, defaults.budget_approach_ratio) == (4000, 0.8)
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            "partition_replicas_per_broker: lots",
+            "partition_replicas_per_broker: expected a whole number, or 0 or none for no budget, "
+            "got 'lots'",
+        ),
+        (
+            "internal_topics_per_application: -1",
+            "internal_topics_per_application: must be a whole number, 0 or none (no budget), "
+            "got -1",
+        ),
+        (
+            "internal_replicas_per_application: 1.5",
+            "internal_replicas_per_application: expected a whole number, got 1.5",
+        ),
+        ("budget_approach_ratio: 0", "budget_approach_ratio: must be from 0.01 to 1, got 0"),
+        ("budget_hold: soon", "budget_hold:"),
+    ],
+)
+def test_a_bad_budget_is_named_with_what_would_be_right(line: str, message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        _detectors(line + "\n")
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)

@@ -12,6 +12,10 @@ from agent.aggregation.candidates import Context, Detection
 from agent.aggregation.detectors.assignment_size_risk import detect_assignment_size_risk
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
 from agent.aggregation.detectors.idle_members import detect_idle_members
+from agent.aggregation.detectors.internal_topic_budget import (
+    detect_broker_partition_budget,
+    detect_internal_topic_budget,
+)
 from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
@@ -29,6 +33,8 @@ DETECTORS: tuple[Detector, ...] = (
     detect_rebalance_loop,
     detect_idle_members,
     detect_assignment_size_risk,
+    detect_internal_topic_budget,
+    detect_broker_partition_budget,
 )
 
 __all__ = ["DETECTORS", "Detector"]

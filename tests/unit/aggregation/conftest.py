@@ -16,6 +16,7 @@ from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import assignment_size_risk as assignment_size
 from tests.unit.aggregation.cases import hot_partitions as hot
 from tests.unit.aggregation.cases import idle_members as idle
+from tests.unit.aggregation.cases import internal_topic_budget as budget
 from tests.unit.aggregation.cases import no_live_consumers as no_live
 from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
@@ -32,6 +33,8 @@ ALL_CASES: list[Case] = [
     *loop.CASES,
     *idle.CASES,
     *assignment_size.CASES,
+    *budget.CASES,
+    *budget.BROKER_CASES,
     *names.CASES,
 ]
 
