@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from agent.aggregation.candidates import CANDIDATE_COLUMNS, Context
 from agent.aggregation.detectors.assignment_size_risk import detect_assignment_size_risk
+from agent.aggregation.detectors.copartition_mismatch import detect_copartition_mismatch
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
 from agent.aggregation.detectors.idle_members import detect_idle_members
 from agent.aggregation.detectors.no_live_consumers import detect_no_live_consumers
@@ -107,6 +108,7 @@ def evaluation_frame(
         rebalance.detection,
         detect_idle_members(ctx),
         detect_assignment_size_risk(ctx),
+        detect_copartition_mismatch(ctx),
     ]
     frames = [_as_result(d.candidates, "candidate") for d in detections]
     frames += [

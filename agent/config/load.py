@@ -495,4 +495,5 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         assignment_growth_window=s.duration("assignment_growth_window"),
         assignment_growth_horizon=s.duration("assignment_growth_horizon"),
         assignment_growth_min_ratio=s.number("assignment_growth_min_ratio", minimum=0, maximum=1),
+        copartition_mismatch_after=s.duration("copartition_mismatch_after"),
     )

@@ -264,6 +264,9 @@ class DetectorsConfig:
     assignment_growth_window: float = 0.0
     assignment_growth_horizon: float = 7 * 86400.0
     assignment_growth_min_ratio: float = 0.25
+    # copartition_mismatch: a sub-topology's topics of different partition counts, at every
+    # judged poll this long (a count change is a discrete event: short)
+    copartition_mismatch_after: float = 60.0
 
     @property
     def history_retention(self) -> float:
@@ -280,6 +283,7 @@ class DetectorsConfig:
             2 * self.loop_window,
             self.idle_members_after,
             self.assignment_growth_window,
+            self.copartition_mismatch_after,
         )
         return longest + self.evaluation_window
 

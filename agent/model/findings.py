@@ -27,6 +27,7 @@ Kind = Literal[
     "rebalance_loop",
     "idle_members",
     "assignment_size_risk",
+    "copartition_mismatch",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]
