@@ -10,7 +10,8 @@ topic) in one sub-topology. With an input of 4 partitions and a table of 2:
 - a KIP-1071 group (``group.protocol=streams``): the broker checks the join's
   topics, refuses (INCORRECTLY_PARTITIONED_TOPICS) and assigns nothing; ksmon
   sees it from the topology the broker holds and the members without a task:
-  critical;
+  critical (the app's stream threads fail on the refusal; the fixture replaces
+  them, so its members stay);
 - the same classic join on 2 and 2 partitions: nothing.
 
 The agent's own poller records the snapshots; the job's replay path judges them
@@ -149,7 +150,7 @@ def test_a_join_of_topics_with_different_counts_is_found_and_an_equal_one_is_not
     recorder = Recorder(edge, ready, recording)
     wait_until(
         lambda: recorder.settled_for(HOLD + 2),
-        timeout=150,
+        timeout=240,
         interval=1.0,
         what="the classic groups Stable with their tasks, the KIP-1071 group with its topology",
         abort=lambda: next(filter(None, (i.died() for i in streams_apps.instances)), None),
@@ -160,8 +161,13 @@ def test_a_join_of_topics_with_different_counts_is_found_and_an_equal_one_is_not
     assert classic_tasks == _tasks(recorder.last[classic]), "ksmon decodes what the app runs"
     only_input = sorted(t for t, topics in classic_tasks.items() if topics == {f"{classic}-in"})
     assert only_input == ["0_2", "0_3"], classic_tasks
+    # The broker refused the join: NotReady, no task, and the app's threads were told why.
+    assert recorder.last[kip1071].group.state == "NotReady"
     assert _app_tasks(apps[kip1071]) == {}
     assert not _tasks(recorder.last[kip1071])
+    (refused_app,) = apps[kip1071]
+    log = refused_app.process.log_path.read_text(errors="replace")
+    assert "do not have the same number of partitions" in log
 
     result = replay(spark, [recording], PARAMS)
 

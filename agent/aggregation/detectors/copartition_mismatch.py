@@ -13,7 +13,9 @@ What Kafka does about it (read from Apache Kafka 4.3.1's sources and jars):
 - a KIP-1071 (``streams``) group: the broker checks every co-partition group
   (joins) of the topology against the topics' counts and refuses a mismatch
   (heartbeat status INCORRECTLY_PARTITIONED_TOPICS): the group stays NotReady
-  and no member gets a task;
+  and no member gets a task; each member's stream thread then fails with a
+  TopologyException (the uncaught-exception handler decides: a replaced thread
+  rejoins and fails again, a shut-down client leaves the group empty);
 - a classic group: the leader's StreamsPartitionAssignor checks co-partition
   groups only when the application has repartition topics; there it throws a
   TopologyException out of the leader's poll (no assignment error code: the
@@ -35,7 +37,8 @@ two different known counts, and fires once it held at every judged poll for
 only rides out a topic being grown one side at a time). A poll is judged when
 its sources are known and either some sub-topology mismatches or every
 sub-topology's counts are known. Critical when the group processes nothing
-(members, all assignments known, no active task: refused); a warning while
+(all assignments known, no active task: refused, or its instances stopped on
+the refusal); a warning while
 its tasks run (a join is not visible from outside: the mismatch may be a
 silent mis-join or an uneven merge).
 """
@@ -141,10 +144,10 @@ def detect_copartition_mismatch(ctx: Context) -> Detection:
         F.col("mismatched")
         & (F.col("t") - F.col("run_since") >= ctx.params.copartition_mismatch_after)
     ).withColumn(
+        # Nothing is processed: every assignment known, none with a task (a refused
+        # KIP-1071 group whose instances stopped on the refusal has no member at all).
         "stuck",
-        (F.col("member_count") > 0)
-        & (F.col("decoded_members") == F.col("member_count"))
-        & (F.col("active_task_count") == 0),
+        (F.col("decoded_members") == F.col("member_count")) & (F.col("active_task_count") == 0),
     )
     found = candidates(
         holds,
@@ -237,7 +240,8 @@ def _explanation() -> Column:
         F.col("stuck") & (F.col("group_type") == "streams"),
         F.lit(
             "; the group has no active task: the broker refuses a join of topics with different "
-            "partition counts (INCORRECTLY_PARTITIONED_TOPICS) and nothing is processed"
+            "partition counts (INCORRECTLY_PARTITIONED_TOPICS), the members' stream threads "
+            "fail with a TopologyException and nothing is processed"
         ),
     ).when(
         F.col("stuck"),

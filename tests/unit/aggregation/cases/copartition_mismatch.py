@@ -179,6 +179,23 @@ CASES = [
         ),
     ),
     Case(
+        "cpm-kip1071-refused-empty",
+        "the same refused KIP-1071 group after its instances shut down on the refusal "
+        "(SHUTDOWN_CLIENT, the default handler): Empty, the broker keeps the topology: "
+        "still nothing is processed: critical",
+        KIND,
+        _history(
+            "cpm-kip1071-refused-empty",
+            lambda s: JOIN_MISMATCH,
+            members=lambda s: [],
+            topology=lambda s: JOIN_MISMATCH,
+            state=lambda s: "Empty",
+            kip1071=True,
+        ),
+        expect=[Expect("critical")],
+        check=evidence(members=0, active_tasks=0, group_state="Empty"),
+    ),
+    Case(
         "cpm-configured-topology",
         "a classic group with a configured topology whose sub-topology 1 merges a (3) and "
         "b (6) while sub-topology 0 reads c alone: the topology is the source, and its tasks "
