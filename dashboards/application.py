@@ -554,6 +554,27 @@ def _lag() -> Row:
                 width=24,
                 column_units={"bytes": "bytes"},
             ),
+            Panel(
+                "table",
+                "Co-partitioning",
+                "Partitions of each topic this application commits offsets for, and whether "
+                "the aggregation job finds a sub-topology reading topics of different counts "
+                "(copartition_mismatch: a join there mis-joins or is refused; its finding "
+                "names the topics and the tasks that read only some of them).",
+                [
+                    Query(
+                        "count by (topic) ("
+                        f"{_by('topic, partition', 'ksmon_partition_committed_offset')})",
+                        "partitions",
+                    ),
+                    Query(
+                        _by("severity", "ksmon_finding_active", 'kind="copartition_mismatch"'),
+                        "mismatch",
+                    ),
+                ],
+                unit="short",
+                width=24,
+            ),
         ],
     )
 

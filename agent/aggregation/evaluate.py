@@ -22,6 +22,7 @@ from pyspark.sql import functions as F
 
 from agent.aggregation.candidates import CANDIDATE_COLUMNS, Context
 from agent.aggregation.detectors.assignment_size_risk import detect_assignment_size_risk
+from agent.aggregation.detectors.copartition_mismatch import detect_copartition_mismatch
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
 from agent.aggregation.detectors.idle_members import detect_idle_members
 from agent.aggregation.detectors.internal_topic_budget import (
@@ -115,6 +116,7 @@ def evaluation_frame(
         detect_assignment_size_risk(ctx),
         detect_internal_topic_budget(ctx),
         detect_broker_partition_budget(ctx),
+        detect_copartition_mismatch(ctx),
     ]
     found = detections[0].candidates
     for d in detections[1:]:

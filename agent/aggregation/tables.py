@@ -176,6 +176,42 @@ def _groups(snapshots: DataFrame) -> DataFrame:
         F.col("s.cluster_facts.total_partitions").alias("cluster_partitions"),
         F.col("s.cluster_facts.total_replicas").alias("cluster_replicas"),
         _array("s.cluster_facts.brokers").alias("broker_loads"),
+        # Which topics each sub-topology reads, (subtopology, topic) pairs: as the topology
+        # says (KIP-1071 describe, or a configured Topology#describe()), and as the decoded
+        # active tasks show (a task "<subtopology>_<n>" lists the partitions it reads).
+        F.flatten(
+            F.transform(
+                _array("s.subtopologies"),
+                lambda s: F.transform(
+                    F.concat(
+                        F.coalesce(s["source_topics"], F.array()),
+                        F.coalesce(s["repartition_source_topics"], F.array()),
+                    ),
+                    lambda topic: F.struct(
+                        s["subtopology_id"].alias("subtopology"), topic.alias("topic")
+                    ),
+                ),
+            )
+        ).alias("topology_sources"),
+        F.array_distinct(
+            F.flatten(
+                F.transform(
+                    members,
+                    lambda m: F.flatten(
+                        F.transform(
+                            F.coalesce(m["streams"]["active_tasks"], F.array()),
+                            lambda a: F.transform(
+                                F.coalesce(a["partitions"], F.array()),
+                                lambda p: F.struct(
+                                    F.substring_index(a["task"], "_", 1).alias("subtopology"),
+                                    p["topic"].alias("topic"),
+                                ),
+                            ),
+                        )
+                    ),
+                )
+            )
+        ).alias("task_sources"),
     )
 
 

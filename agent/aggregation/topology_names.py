@@ -4,7 +4,7 @@ A task id says only ``<sub-topology>_<partition>``; a person on call needs the
 topics and stores behind it. Where the evaluated snapshot carries the group's
 sub-topologies (a KIP-1071 broker's topology, or the application's configured
 ``Topology#describe()`` text), every candidate that mentions a task, as its
-subject or in its evidence, gets them: in the evidence as ``subtopologies``
+subject or in its evidence, gets them: in the evidence as ``subtopology_names``
 (id, origin, topics read, stores, processors) and, shortly, in the explanation.
 Candidates of groups without a known topology are left exactly as they were.
 """
@@ -76,14 +76,14 @@ def with_subtopology_names(candidates: DataFrame, names: DataFrame) -> DataFrame
 
 
 def _with_evidence(evidence: Column, named: Column) -> Column:
-    """The evidence JSON object with a ``subtopologies`` member added at its end.
+    """The evidence JSON object with a ``subtopology_names`` member added at its end.
 
     Detectors write different evidence structs, so the member is spliced into the
     text rather than parsed into one schema; every evidence is a JSON object."""
     return F.concat(
         evidence.substr(F.lit(1), F.length(evidence) - 1),
         F.when(evidence == F.lit("{}"), F.lit("")).otherwise(F.lit(",")),
-        F.lit('"subtopologies":'),
+        F.lit('"subtopology_names":'),
         F.to_json(named),
         F.lit("}"),
     )

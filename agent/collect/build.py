@@ -164,7 +164,13 @@ def build_snapshot(
     }
     partitions = _partitions(observation, group_id, owners, history, now, streams=streams)
     internal = streams_internal_topics(group_id, observation.metadata.all_topics) if streams else {}
-    consumed = {p.topic for p in partitions}
+    # What the group reads: its partitions, and every source topic of the topology it holds
+    # (also while it has no assignment: a KIP-1071 group the broker refuses to assign).
+    consumed = {p.topic for p in partitions} | {
+        t
+        for s in (streams_group.subtopologies or () if streams_group is not None else ())
+        for t in (*s.source_topics, *s.repartition_source_topics)
+    }
     rebalance = observation.rebalances.get(group_id, GroupRebalanceFacts())
     state, protocol_type, protocol, coordinator = listed.state, listed.protocol_type, None, None
     if described is not None:

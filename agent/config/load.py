@@ -500,6 +500,7 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         partition_replicas_per_broker=_budget(s, "partition_replicas_per_broker"),
         budget_approach_ratio=s.number("budget_approach_ratio", minimum=0.01, maximum=1),
         budget_hold=s.duration("budget_hold"),
+        copartition_mismatch_after=s.duration("copartition_mismatch_after"),
     )
 
 

@@ -273,6 +273,9 @@ class DetectorsConfig:
     partition_replicas_per_broker: int = 4000
     budget_approach_ratio: float = 0.8
     budget_hold: float = 300.0
+    # copartition_mismatch: a sub-topology's topics of different partition counts, at every
+    # judged poll this long (a count change is a discrete event: short)
+    copartition_mismatch_after: float = 60.0
 
     @property
     def history_retention(self) -> float:
@@ -290,6 +293,7 @@ class DetectorsConfig:
             self.idle_members_after,
             self.assignment_growth_window,
             self.budget_hold,
+            self.copartition_mismatch_after,
         )
         return longest + self.evaluation_window
 

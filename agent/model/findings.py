@@ -29,6 +29,7 @@ Kind = Literal[
     "assignment_size_risk",
     "internal_topic_budget",
     "broker_partition_budget",
+    "copartition_mismatch",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from agent.aggregation.candidates import Context, Detection
 from agent.aggregation.detectors.assignment_size_risk import detect_assignment_size_risk
+from agent.aggregation.detectors.copartition_mismatch import detect_copartition_mismatch
 from agent.aggregation.detectors.hot_partitions_colocated import detect_hot_partitions_colocated
 from agent.aggregation.detectors.idle_members import detect_idle_members
 from agent.aggregation.detectors.internal_topic_budget import (
@@ -35,6 +36,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_assignment_size_risk,
     detect_internal_topic_budget,
     detect_broker_partition_budget,
+    detect_copartition_mismatch,
 )
 
 __all__ = ["DETECTORS", "Detector"]

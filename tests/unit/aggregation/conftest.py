@@ -14,6 +14,7 @@ from agent.aggregation.tables import KEYS
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import assignment_size_risk as assignment_size
+from tests.unit.aggregation.cases import copartition_mismatch as copartition
 from tests.unit.aggregation.cases import hot_partitions as hot
 from tests.unit.aggregation.cases import idle_members as idle
 from tests.unit.aggregation.cases import internal_topic_budget as budget
@@ -36,6 +37,7 @@ ALL_CASES: list[Case] = [
     *budget.CASES,
     *budget.BROKER_CASES,
     *names.CASES,
+    *copartition.CASES,
 ]
 
 

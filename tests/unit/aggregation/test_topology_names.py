@@ -19,5 +19,5 @@ def test_findings_without_a_topology_are_unchanged(detector_results: DetectorRes
         found = detector_results.by_group[original]
         assert found, original
         for candidate in found:
-            assert "subtopologies" not in candidate.evidence, candidate.evidence
+            assert "subtopology_names" not in candidate.evidence, candidate.evidence
             assert "sub-topology" not in candidate.explanation, candidate.explanation

@@ -49,7 +49,7 @@ def _with_topology(snapshots: Sequence[Snapshot], group: str) -> list[Snapshot]:
 
 
 def _named(candidate: Candidate) -> dict[str, dict[str, object]]:
-    named = candidate.evidence["subtopologies"]
+    named = candidate.evidence["subtopology_names"]
     assert isinstance(named, list)
     return {str(s["id"]): s for s in named if isinstance(s, dict)}
 
