@@ -29,6 +29,7 @@ from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
 from agent.aggregation.detectors.restore_stalled import restore_results
 from agent.aggregation.detectors.stream_threads_dead import thread_results
+from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.rates import Rates, compute_rates
 from agent.aggregation.results import (
@@ -107,6 +108,7 @@ def evaluation_frame(
         rebalance.detection,
         detect_idle_members(ctx),
         detect_assignment_size_risk(ctx),
+        detect_threads_fewer_than_tasks(ctx),
     ]
     frames = [_as_result(d.candidates, "candidate") for d in detections]
     frames += [

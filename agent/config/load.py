@@ -495,4 +495,11 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         assignment_growth_window=s.duration("assignment_growth_window"),
         assignment_growth_horizon=s.duration("assignment_growth_horizon"),
         assignment_growth_min_ratio=s.number("assignment_growth_min_ratio", minimum=0, maximum=1),
+        tasks_per_thread_threshold=s.integer(
+            "tasks_per_thread_threshold",
+            minimum=2,
+            rule="must be at least 2 (a stream thread with one task cannot share it)",
+        ),
+        tasks_per_thread_lag_window=s.duration("tasks_per_thread_lag_window"),
+        tasks_per_thread_min_lag_growth=s.integer("tasks_per_thread_min_lag_growth", minimum=0),
     )

@@ -264,6 +264,15 @@ class DetectorsConfig:
     assignment_growth_window: float = 0.0
     assignment_growth_horizon: float = 7 * 86400.0
     assignment_growth_min_ratio: float = 0.25
+    # threads_fewer_than_tasks: the busiest stream thread holds at least this many active
+    # tasks (2: from there another thread could take some of its work; seed 001's app fell
+    # behind at 2)...
+    tasks_per_thread_threshold: int = 2
+    # ... while the group's lag grows across this look-back: its least value in each
+    # quarter above the one before (each quarter spans several commits)...
+    tasks_per_thread_lag_window: float = 300.0
+    # ... by at least this many records from the first quarter to the last.
+    tasks_per_thread_min_lag_growth: int = 1000
 
     @property
     def history_retention(self) -> float:
@@ -280,6 +289,7 @@ class DetectorsConfig:
             2 * self.loop_window,
             self.idle_members_after,
             self.assignment_growth_window,
+            self.tasks_per_thread_lag_window,
         )
         return longest + self.evaluation_window
 

@@ -27,6 +27,7 @@ Kind = Literal[
     "rebalance_loop",
     "idle_members",
     "assignment_size_risk",
+    "threads_fewer_than_tasks",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

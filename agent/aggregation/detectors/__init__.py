@@ -17,6 +17,7 @@ from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
 from agent.aggregation.detectors.restore_stalled import detect_restore_stalled
 from agent.aggregation.detectors.stream_threads_dead import detect_stream_threads_dead
+from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 
 Detector = Callable[[Context], Detection]
 
@@ -29,6 +30,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_rebalance_loop,
     detect_idle_members,
     detect_assignment_size_risk,
+    detect_threads_fewer_than_tasks,
 )
 
 __all__ = ["DETECTORS", "Detector"]

@@ -21,6 +21,7 @@ from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
 from tests.unit.aggregation.cases import restore_stalled as restore
 from tests.unit.aggregation.cases import stream_threads_dead as threads
+from tests.unit.aggregation.cases import threads_fewer_than_tasks as fewer_threads
 
 ALL_CASES: list[Case] = [
     *hot.CASES,
@@ -31,6 +32,7 @@ ALL_CASES: list[Case] = [
     *loop.CASES,
     *idle.CASES,
     *assignment_size.CASES,
+    *fewer_threads.CASES,
 ]
 
 
