@@ -286,6 +286,25 @@ def _load() -> Row:
                 width=24,
                 minimum=0,
             ),
+            Panel(
+                "timeseries",
+                "Active tasks per stream thread",
+                "Active tasks each stream thread holds (agent). A thread runs its tasks one "
+                "after the other; a repartition adds as many tasks again as its partitions. "
+                "Many per thread while the lag grows: too few threads to keep up "
+                "(aggregation job finding threads_fewer_than_tasks, alert "
+                "KafkaStreamsThreadsFewerThanTasks).",
+                [
+                    Query(
+                        "count by (process, thread) (max by (process, thread, task) ("
+                        f"{_app('ksmon_streams_task_assignment_info', ACTIVE)}))",
+                        "{{process}} thread {{thread}}",
+                    ),
+                ],
+                unit="none",
+                width=24,
+                minimum=0,
+            ),
         ],
     )
 
