@@ -288,6 +288,25 @@ def _load() -> Row:
                 width=24,
                 minimum=0,
             ),
+            Panel(
+                "timeseries",
+                "Active tasks per stream thread",
+                "Active tasks each stream thread holds (agent). A thread runs its tasks one "
+                "after the other; a repartition adds as many tasks again as its partitions. "
+                "Many per thread while the lag grows: too few threads to keep up "
+                "(aggregation job finding threads_fewer_than_tasks, alert "
+                "KafkaStreamsThreadsFewerThanTasks).",
+                [
+                    Query(
+                        "count by (process, thread) (max by (process, thread, task) ("
+                        f"{_app('ksmon_streams_task_assignment_info', ACTIVE)}))",
+                        "{{process}} thread {{thread}}",
+                    ),
+                ],
+                unit="none",
+                width=24,
+                minimum=0,
+            ),
         ],
     )
 
@@ -579,7 +598,7 @@ def _lag() -> Row:
     )
 
 
-SIZING = 'kind=~"idle_members|assignment_size_risk"'
+SIZING = 'kind=~"idle_members|threads_fewer_than_tasks|assignment_size_risk"'
 
 
 def _sizing() -> Row:
@@ -591,7 +610,8 @@ def _sizing() -> Row:
                 "Stream threads against active tasks",
                 "Stream threads (group members) over all instances, and the active tasks they "
                 "share. More threads than tasks: some threads can never work (idle_members). "
-                "Many tasks per thread while lag grows: too few threads.",
+                "Many tasks per thread while lag grows: too few threads "
+                "(threads_fewer_than_tasks).",
                 [
                     Query(f"sum({_app('ksmon_streams_instance_threads')})", "stream threads"),
                     Query(f"sum({_app('ksmon_streams_instance_tasks', ACTIVE)})", "active tasks"),
@@ -613,9 +633,10 @@ def _sizing() -> Row:
                 "table",
                 "Sizing findings",
                 "Open findings about the application's size: idle stream threads "
-                "(idle_members), group metadata near the offsets topic's limit "
+                "(idle_members), too few threads for the tasks while lag grows "
+                "(threads_fewer_than_tasks), group metadata near the offsets topic's limit "
                 "(assignment_size_risk). The evidence (ksmon explain, ksmon findings) says "
-                "which threads and how many bytes.",
+                "which threads, how many would keep up, and how many bytes.",
                 [Query(_by("kind, severity, process", "ksmon_finding_active", SIZING))],
                 unit="none",
                 width=24,

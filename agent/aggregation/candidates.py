@@ -98,3 +98,18 @@ def when_stable(tables: Tables, evaluations: DataFrame) -> DataFrame:
 
 def rounded(column: Column | str, digits: int = 3) -> Column:
     return F.round(column if isinstance(column, Column) else F.col(column), digits)
+
+
+def counted(count: Column, singular: str, plural: str | None = None) -> Column:
+    """``1 thread``, ``2 threads``."""
+    word = F.when(count == 1, F.lit(singular)).otherwise(F.lit(plural or f"{singular}s"))
+    return F.concat(count.cast("string"), F.lit(" "), word)
+
+
+def thread_name(member: Column) -> Column:
+    """``thread 2 of instance <process>`` for a stream thread, else ``member <client id>``
+    (``member``: a struct with ``thread``, ``process`` and ``client_id``)."""
+    return F.when(
+        member["thread"].isNotNull() & member["process"].isNotNull(),
+        F.format_string("thread %d of instance %s", member["thread"], member["process"]),
+    ).otherwise(F.format_string("member %s", member["client_id"]))

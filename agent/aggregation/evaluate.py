@@ -34,6 +34,7 @@ from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
 from agent.aggregation.detectors.restore_stalled import restore_results
 from agent.aggregation.detectors.stream_threads_dead import thread_results
+from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.rates import Rates, compute_rates
 from agent.aggregation.results import (
@@ -117,6 +118,7 @@ def evaluation_frame(
         detect_internal_topic_budget(ctx),
         detect_broker_partition_budget(ctx),
         detect_copartition_mismatch(ctx),
+        detect_threads_fewer_than_tasks(ctx),
     ]
     found = detections[0].candidates
     for d in detections[1:]:

@@ -212,6 +212,16 @@ def _groups(snapshots: DataFrame) -> DataFrame:
                 )
             )
         ).alias("task_sources"),
+        # The most active tasks one decoded member (one stream thread) holds.
+        F.coalesce(
+            F.array_max(
+                F.transform(
+                    F.filter(members, lambda m: m["streams"].isNotNull()),
+                    lambda m: F.size(F.coalesce(m["streams"]["active_tasks"], F.array())),
+                )
+            ),
+            F.lit(0),
+        ).alias("busiest_member_active_count"),
     )
 
 

@@ -501,6 +501,13 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         budget_approach_ratio=s.number("budget_approach_ratio", minimum=0.01, maximum=1),
         budget_hold=s.duration("budget_hold"),
         copartition_mismatch_after=s.duration("copartition_mismatch_after"),
+        tasks_per_thread_threshold=s.integer(
+            "tasks_per_thread_threshold",
+            minimum=2,
+            rule="must be at least 2 (a stream thread with one task cannot share it)",
+        ),
+        tasks_per_thread_lag_window=s.duration("tasks_per_thread_lag_window"),
+        tasks_per_thread_min_lag_growth=s.integer("tasks_per_thread_min_lag_growth", minimum=0),
     )
 
 

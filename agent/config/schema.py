@@ -276,6 +276,15 @@ class DetectorsConfig:
     # copartition_mismatch: a sub-topology's topics of different partition counts, at every
     # judged poll this long (a count change is a discrete event: short)
     copartition_mismatch_after: float = 60.0
+    # threads_fewer_than_tasks: the busiest stream thread holds at least this many active
+    # tasks (2: from there another thread could take some of its work; seed 001's app fell
+    # behind at 2)...
+    tasks_per_thread_threshold: int = 2
+    # ... while the group's lag grows across this look-back: its least value in each
+    # quarter above the one before (each quarter spans several commits)...
+    tasks_per_thread_lag_window: float = 300.0
+    # ... by at least this many records from the first quarter to the last.
+    tasks_per_thread_min_lag_growth: int = 1000
 
     @property
     def history_retention(self) -> float:
@@ -294,6 +303,7 @@ class DetectorsConfig:
             self.assignment_growth_window,
             self.budget_hold,
             self.copartition_mismatch_after,
+            self.tasks_per_thread_lag_window,
         )
         return longest + self.evaluation_window
 

@@ -30,6 +30,7 @@ Kind = Literal[
     "internal_topic_budget",
     "broker_partition_budget",
     "copartition_mismatch",
+    "threads_fewer_than_tasks",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -537,6 +537,12 @@ SEC = (
             id="a number as a key",
         ),
         pytest.param(
+            MINIMAL + "aggregation:\n  detectors:\n    tasks_per_thread_threshold: 1\n",
+            "aggregation.detectors.tasks_per_thread_threshold: must be at least 2 (a stream "
+            "thread with one task cannot share it), got 1",
+            id="one task per thread",
+        ),
+        pytest.param(
             # Regression: the message had no line, only a character position.
             MINIMAL + "agent:\n  id: 'a\x00b'\n",
             "test.yaml:5:9: invalid YAML: character U+0000 is not allowed",

@@ -22,6 +22,7 @@ from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
 from agent.aggregation.detectors.restore_stalled import detect_restore_stalled
 from agent.aggregation.detectors.stream_threads_dead import detect_stream_threads_dead
+from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 
 Detector = Callable[[Context], Detection]
 
@@ -37,6 +38,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_internal_topic_budget,
     detect_broker_partition_budget,
     detect_copartition_mismatch,
+    detect_threads_fewer_than_tasks,
 )
 
 __all__ = ["DETECTORS", "Detector"]

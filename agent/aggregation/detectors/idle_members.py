@@ -25,7 +25,7 @@ an assignment about to move) is not this: there are tasks enough for it.
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from agent.aggregation.candidates import Context, Detection, candidates
+from agent.aggregation.candidates import Context, Detection, candidates, counted, thread_name
 from agent.aggregation.tables import KEYS
 from agent.aggregation.windows import evaluated, with_run_start
 
@@ -147,18 +147,18 @@ def _explanation() -> Column:
                 threads.isNotNull(),
                 F.concat(
                     F.lit("run at most "),
-                    _counted(threads, "stream thread"),
+                    counted(threads, "stream thread"),
                     F.lit(" per instance"),
                 ),
             ),
             F.when(
-                instances.isNotNull(), F.concat(F.lit("at most "), _counted(instances, "instance"))
+                instances.isNotNull(), F.concat(F.lit("at most "), counted(instances, "instance"))
             ),
             F.concat(
                 F.lit("give each of its "),
-                _counted(F.col("subtopology_count"), "sub-topology", "sub-topologies"),
+                counted(F.col("subtopology_count"), "sub-topology", "sub-topologies"),
                 F.lit(" at least "),
-                _counted(F.col("fit_partitions"), "partition"),
+                counted(F.col("fit_partitions"), "partition"),
             ),
         ),
         lambda fix: fix.isNotNull(),
@@ -167,37 +167,24 @@ def _explanation() -> Column:
         F.col("idle_standby_tasks") > 0,
         F.concat(
             F.lit(" (they keep "),
-            _counted(F.col("idle_standby_tasks"), "standby task"),
+            counted(F.col("idle_standby_tasks"), "standby task"),
             F.lit(" warm, spares for a failover, but process nothing)"),
         ),
     ).otherwise(F.lit(""))
     return F.concat(
         F.format_string("group %s runs ", F.col("group")),
-        _counted(F.col("member_count"), "stream thread"),
+        counted(F.col("member_count"), "stream thread"),
         F.lit(" ("),
-        _counted(F.col("instances"), "instance"),
+        counted(F.col("instances"), "instance"),
         F.lit(", up to "),
-        _counted(F.col("threads_per_instance"), "thread"),
+        counted(F.col("threads_per_instance"), "thread"),
         F.lit(" each) for "),
-        _counted(F.col("active_task_count"), "active task"),
+        counted(F.col("active_task_count"), "active task"),
         F.lit(", so "),
-        _counted(F.size("idle"), "thread"),
+        counted(F.size("idle"), "thread"),
         F.lit(" can never get one: "),
-        F.array_join(F.transform("idle", _member_name), ", "),
+        F.array_join(F.transform("idle", thread_name), ", "),
         standbys,
         F.lit("; "),
         F.array_join(fixes, ", or "),
     )
-
-
-def _counted(count: Column, singular: str, plural: str | None = None) -> Column:
-    """``1 thread``, ``2 threads``."""
-    word = F.when(count == 1, F.lit(singular)).otherwise(F.lit(plural or f"{singular}s"))
-    return F.concat(count.cast("string"), F.lit(" "), word)
-
-
-def _member_name(member: Column) -> Column:
-    return F.when(
-        member["thread"].isNotNull() & member["process"].isNotNull(),
-        F.format_string("thread %d of instance %s", member["thread"], member["process"]),
-    ).otherwise(F.format_string("member %s", member["client_id"]))

@@ -23,6 +23,7 @@ from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
 from tests.unit.aggregation.cases import restore_stalled as restore
 from tests.unit.aggregation.cases import stream_threads_dead as threads
+from tests.unit.aggregation.cases import threads_fewer_than_tasks as fewer_threads
 from tests.unit.aggregation.cases import topology_names as names
 
 ALL_CASES: list[Case] = [
@@ -38,6 +39,7 @@ ALL_CASES: list[Case] = [
     *budget.BROKER_CASES,
     *names.CASES,
     *copartition.CASES,
+    *fewer_threads.CASES,
 ]
 
 
