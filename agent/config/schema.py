@@ -177,6 +177,13 @@ class SidecarConfig:
     scrape_timeout: float = 5.0
     state_dir: Path | None = None  # its state.dir, mounted read-only; None: not read
     expected_stream_threads: int | None = None  # its num.stream.threads; None: not known
+    # The app container's memory limit (state_store_footprint judges against it): bytes
+    # (written as a size, or {env: VAR} naming a variable that holds it, such as the
+    # Downward API's resourceFieldRef limits.memory of the app container, resolved at
+    # load), or a cgroup file holding the app's limit ({file: PATH}: v2 memory.max, v1
+    # memory.limit_in_bytes), read at every poll. Never the sidecar's own cgroup: that is
+    # the sidecar container's limit. None: unknown.
+    app_memory_limit: int | Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
