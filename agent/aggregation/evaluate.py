@@ -28,6 +28,7 @@ from agent.aggregation.detectors.no_live_consumers import detect_no_live_consume
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
 from agent.aggregation.detectors.restore_stalled import restore_results
+from agent.aggregation.detectors.state_store_footprint import state_store_footprint_results
 from agent.aggregation.detectors.stream_threads_dead import thread_results
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.rates import Rates, compute_rates
@@ -39,6 +40,7 @@ from agent.aggregation.results import (
     RESTORE_ETA,
     RESTORE_RATE,
     RESTORE_REMAINING,
+    STORE_MEMORY_ESTIMATE,
     TASK_RATE,
     THREAD_LOAD,
     THREADS_EXPECTED,
@@ -98,6 +100,7 @@ def evaluation_frame(
     restore = restore_results(ctx)
     rebalance = rebalance_results(ctx)
     threads = thread_results(ctx)
+    footprint = state_store_footprint_results(ctx)
     detections = [
         detect_hot_partitions_colocated(ctx),
         detect_partition_skew(ctx),
@@ -107,6 +110,7 @@ def evaluation_frame(
         rebalance.detection,
         detect_idle_members(ctx),
         detect_assignment_size_risk(ctx),
+        footprint.detection,
     ]
     frames = [_as_result(d.candidates, "candidate") for d in detections]
     frames += [
@@ -115,7 +119,10 @@ def evaluation_frame(
     frames.append(
         _as_result(
             _newest_only(
-                _gauges(rates, threads.expected, restore.progress, rebalance.counts), evaluations
+                _gauges(rates, threads.expected, restore.progress, rebalance.counts).unionByName(
+                    _footprint_gauges(footprint.estimates)
+                ),
+                evaluations,
             ),
             "gauge",
         )
@@ -157,6 +164,19 @@ def _as_result(df: DataFrame, record: str) -> DataFrame:
         column = F.col(name) if name in present else F.lit(None)
         columns.append(column.cast(kind).alias(name))
     return df.select(*columns)
+
+
+def _footprint_gauges(estimates: DataFrame) -> DataFrame:
+    return estimates.select(
+        *KEYS,
+        F.lit(STORE_MEMORY_ESTIMATE).alias("metric"),
+        F.col("estimate_bytes").cast("double").alias("value"),
+        *[
+            (F.col("process") if label == "process" else F.lit(None)).alias(label)
+            for label in GAUGE_LABELS
+        ],
+        F.lit(0).alias("priority"),
+    )
 
 
 def _gauges(

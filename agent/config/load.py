@@ -524,4 +524,16 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         assignment_growth_window=s.duration("assignment_growth_window"),
         assignment_growth_horizon=s.duration("assignment_growth_horizon"),
         assignment_growth_min_ratio=s.number("assignment_growth_min_ratio", minimum=0, maximum=1),
+        store_footprint_ratio=s.number("store_footprint_ratio", minimum=0, maximum=1),
+        rocksdb_block_cache_bytes=s.size("rocksdb_block_cache_bytes"),
+        rocksdb_write_buffer_bytes=s.size("rocksdb_write_buffer_bytes"),
+        rocksdb_write_buffers=s.integer("rocksdb_write_buffers", minimum=1),
+        rocksdb_bounded_memory_bytes=(
+            s.size("rocksdb_bounded_memory_bytes")
+            if s.has("rocksdb_bounded_memory_bytes")
+            else None
+        ),
+        changelog_growth_window=s.duration("changelog_growth_window"),
+        changelog_growth_min_ratio=s.number("changelog_growth_min_ratio", minimum=0),
+        changelog_growth_min_bytes=s.size("changelog_growth_min_bytes"),
     )

@@ -271,6 +271,22 @@ class DetectorsConfig:
     assignment_growth_window: float = 0.0
     assignment_growth_horizon: float = 7 * 86400.0
     assignment_growth_min_ratio: float = 0.25
+    # state_store_footprint: an instance's estimated RocksDB memory against its app
+    # container's memory limit (from its sidecar). Per RocksDB instance (a key-value store,
+    # or one segment of a window/session store), Kafka Streams' defaults without a
+    # RocksDBConfigSetter: a 50 MiB block cache and 3 write buffers of 16 MiB.
+    store_footprint_ratio: float = 0.8
+    rocksdb_block_cache_bytes: int = 50 * 2**20
+    rocksdb_write_buffer_bytes: int = 16 * 2**20
+    rocksdb_write_buffers: int = 3
+    # A RocksDBConfigSetter that bounds every store of an instance to one shared cache and
+    # write buffer manager: that bound is the instance's total. None: per-store defaults.
+    rocksdb_bounded_memory_bytes: int | None = None
+    # ... and a compact-only changelog that grew at every sample over this look-back,
+    # never shrinking, by at least both margins. 0: off (the job keeps history this long).
+    changelog_growth_window: float = 0.0
+    changelog_growth_min_ratio: float = 0.2
+    changelog_growth_min_bytes: int = 64 * 2**20
 
     @property
     def history_retention(self) -> float:
@@ -287,6 +303,7 @@ class DetectorsConfig:
             2 * self.loop_window,
             self.idle_members_after,
             self.assignment_growth_window,
+            self.changelog_growth_window,
         )
         return longest + self.evaluation_window
 

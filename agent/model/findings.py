@@ -27,6 +27,7 @@ Kind = Literal[
     "rebalance_loop",
     "idle_members",
     "assignment_size_risk",
+    "state_store_footprint",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

@@ -16,6 +16,7 @@ from agent.aggregation.detectors.no_live_consumers import detect_no_live_consume
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
 from agent.aggregation.detectors.restore_stalled import detect_restore_stalled
+from agent.aggregation.detectors.state_store_footprint import detect_state_store_footprint
 from agent.aggregation.detectors.stream_threads_dead import detect_stream_threads_dead
 
 Detector = Callable[[Context], Detection]
@@ -29,6 +30,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_rebalance_loop,
     detect_idle_members,
     detect_assignment_size_risk,
+    detect_state_store_footprint,
 )
 
 __all__ = ["DETECTORS", "Detector"]

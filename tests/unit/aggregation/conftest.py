@@ -20,6 +20,7 @@ from tests.unit.aggregation.cases import no_live_consumers as no_live
 from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
 from tests.unit.aggregation.cases import restore_stalled as restore
+from tests.unit.aggregation.cases import state_store_footprint as footprint
 from tests.unit.aggregation.cases import stream_threads_dead as threads
 
 ALL_CASES: list[Case] = [
@@ -31,6 +32,7 @@ ALL_CASES: list[Case] = [
     *loop.CASES,
     *idle.CASES,
     *assignment_size.CASES,
+    *footprint.CASES,
 ]
 
 
@@ -61,4 +63,9 @@ def run_cases(spark: SparkSession, cases: list[Case], params: DetectorsConfig) -
 def detector_results(spark: SparkSession) -> DetectorResults:
     # The defaults, with assignment_size_risk's trend turned on (off by default) so its
     # cases judge it: one hour, as a user who enables it would.
-    return run_cases(spark, ALL_CASES, DetectorsConfig(assignment_growth_window=3600.0))
+    # state_store_footprint's changelog growth likewise, over 20 minutes.
+    return run_cases(
+        spark,
+        ALL_CASES,
+        DetectorsConfig(assignment_growth_window=3600.0, changelog_growth_window=1200.0),
+    )
