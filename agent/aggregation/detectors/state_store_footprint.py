@@ -258,7 +258,13 @@ def _changelog_growth(ctx: Context) -> tuple[DataFrame, DataFrame]:
         & F.col("size_bytes").isNotNull()
     )
     if window <= 0:
-        empty = sized.limit(0)
+        empty = sized.limit(0).select(
+            *KEYS,
+            "topic",
+            "size_bytes",
+            *[F.lit(None).cast("double").alias(c) for c in ("first_t", "slope")],
+            *[F.lit(None).cast("long").alias(c) for c in ("first_size", "growth_bytes", "samples")],
+        )
         return _growth_candidates(empty, p), empty.select(*KEYS)
     back = looking_back(window, "topic")
     shrank = F.coalesce(
