@@ -202,6 +202,6 @@ def check_finding(
     assert evidence["estimate_bytes"] == rocksdb_instances * per_instance
     assert evidence["memory_limit_bytes"] == LOW
     assert evidence["largest_stores"][0]["store"] == STORE
-    assert f"instance {process} holds {PARTITIONS} tasks with 1 persistent stores" in (
+    assert f"instance {process} holds {PARTITIONS} tasks with 1 persistent store(s)" in (
         finding.explanation
     )

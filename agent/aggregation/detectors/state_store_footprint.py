@@ -224,7 +224,7 @@ def _memory_explanation(p: DetectorsConfig) -> Column:
         )
     return F.concat(
         F.format_string(
-            "instance %s holds %d tasks with %d persistent stores (%d store instances, "
+            "instance %s holds %d tasks with %d persistent store(s) (%d store instances, "
             "%d window/session segments): estimated RocksDB memory %.0f MiB, ",
             F.col("process"),
             F.col("tasks_held"),

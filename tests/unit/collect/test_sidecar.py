@@ -8,13 +8,16 @@ import pytest
 from agent.collect.app_scrape import Scrape
 from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.collect.state_dir_reader import StateDirReading, TaskDirReading, read_state_dir
+from agent.config.schema import SidecarConfig
 from agent.model import (
+    AgentInfo,
     CheckpointOffset,
     MemberInfo,
     StateDirStore,
     StateDirTask,
     StreamsMemberInfo,
 )
+from agent.runner import _sidecar_collector
 from agent.streams.checkpoint import ChangelogOffset, CheckpointFile
 from agent.streams.codec import DecodeError
 
@@ -266,3 +269,20 @@ def test_a_configured_limit_wins_and_none_is_unknown() -> None:
         SidecarSettings(APP, URL), scraper=lambda url, _t, _k: Scrape(error="down")
     )
     assert unknown.report(unknown.observe(), ()).memory_limit_bytes is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "fixed", "source", "file"),
+    [
+        (2**30, 2**30, "configuration", None),
+        (Path("/sys/fs/cgroup/app/memory.max"), None, None, Path("/sys/fs/cgroup/app/memory.max")),
+        (None, None, None, None),
+    ],
+)
+def test_the_runner_passes_the_configured_limit_to_the_collector(
+    limit: int | Path | None, fixed: int | None, source: str | None, file: Path | None
+) -> None:
+    config = SidecarConfig(application_id=APP, cluster="local", app_memory_limit=limit)
+    settings = _sidecar_collector(config, AgentInfo("a", "0", "sidecar")).settings
+    assert (settings.app_memory_limit, settings.app_memory_limit_source) == (fixed, source)
+    assert settings.app_memory_limit_file == file

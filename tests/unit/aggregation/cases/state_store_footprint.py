@@ -164,7 +164,7 @@ CASES = [
                 ],
             ),
             explains(
-                "instance pA holds 3 tasks with 2 persistent stores",
+                "instance pA holds 3 tasks with 2 persistent store(s)",
                 "12 RocksDB instances x 98 MiB",
                 "1176 MiB",
                 "limit 1024 MiB",
