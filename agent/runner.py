@@ -9,6 +9,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
@@ -45,6 +46,7 @@ def agent_identity(config: Config, env: dict[str, str] | None = None) -> AgentIn
 
 
 def _sidecar_collector(sidecar: SidecarConfig, identity: AgentInfo) -> SidecarCollector:
+    limit = sidecar.app_memory_limit
     return SidecarCollector(
         SidecarSettings(
             application_id=sidecar.application_id,
@@ -54,6 +56,9 @@ def _sidecar_collector(sidecar: SidecarConfig, identity: AgentInfo) -> SidecarCo
             expected_stream_threads=sidecar.expected_stream_threads,
             pod_name=identity.pod,
             pod_ip=identity.pod_ip,
+            app_memory_limit=limit if isinstance(limit, int) else None,
+            app_memory_limit_source="configuration" if isinstance(limit, int) else None,
+            app_memory_limit_file=limit if isinstance(limit, Path) else None,
         )
     )
 

@@ -53,6 +53,7 @@ def dashboard() -> Dashboard:
             _lag(),
             _sizing(),
             _internal_topics(),
+            _state_stores(),
         ],
     )
 
@@ -669,6 +670,44 @@ def _internal_topics() -> Row:
                 unit="none",
                 width=24,
                 minimum=0,
+            ),
+        ],
+    )
+
+
+def _state_stores() -> Row:
+    footprint = 'kind="state_store_footprint"'
+    return Row(
+        "State stores",
+        [
+            Panel(
+                "timeseries",
+                "Estimated RocksDB memory per instance",
+                "RocksDB instances of the tasks each instance holds (key-value stores, one per "
+                "window/session segment; standbys too) x the configured memory of one (default "
+                "50 MiB block cache + 3 x 16 MiB write buffers), from its sidecar's reading of "
+                "the state directory (aggregation job). Off-heap: compare with the container's "
+                "memory limit, not the JVM heap.",
+                [
+                    Query(
+                        _by(
+                            "process",
+                            "ksmon_streams_instance_state_store_memory_estimate_bytes",
+                        ),
+                        "{{process}}",
+                    )
+                ],
+                unit="bytes",
+                minimum=0,
+            ),
+            Panel(
+                "table",
+                "State store footprint",
+                "Instances whose estimated RocksDB memory is near their container's memory "
+                "limit, and compact-only changelogs that grow and never shrink (aggregation job "
+                "finding state_store_footprint).",
+                [Query(_by("process, topic", "ksmon_finding_active", footprint))],
+                unit="none",
             ),
         ],
     )

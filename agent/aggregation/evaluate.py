@@ -33,6 +33,7 @@ from agent.aggregation.detectors.no_live_consumers import detect_no_live_consume
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import rebalance_results
 from agent.aggregation.detectors.restore_stalled import restore_results
+from agent.aggregation.detectors.state_store_footprint import state_store_footprint_results
 from agent.aggregation.detectors.stream_threads_dead import thread_results
 from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 from agent.aggregation.hysteresis import Candidate, Coverage
@@ -45,6 +46,7 @@ from agent.aggregation.results import (
     RESTORE_ETA,
     RESTORE_RATE,
     RESTORE_REMAINING,
+    STORE_MEMORY_ESTIMATE,
     TASK_RATE,
     THREAD_LOAD,
     THREADS_EXPECTED,
@@ -106,6 +108,7 @@ def evaluation_frame(
     restore = restore_results(ctx)
     rebalance = rebalance_results(ctx)
     threads = thread_results(ctx)
+    footprint = state_store_footprint_results(ctx)
     detections = [
         detect_hot_partitions_colocated(ctx),
         detect_partition_skew(ctx),
@@ -119,6 +122,7 @@ def evaluation_frame(
         detect_broker_partition_budget(ctx),
         detect_copartition_mismatch(ctx),
         detect_threads_fewer_than_tasks(ctx),
+        footprint.detection,
     ]
     found = detections[0].candidates
     for d in detections[1:]:
@@ -132,7 +136,10 @@ def evaluation_frame(
     frames.append(
         _as_result(
             _newest_only(
-                _gauges(rates, threads.expected, restore.progress, rebalance.counts), evaluations
+                _gauges(rates, threads.expected, restore.progress, rebalance.counts).unionByName(
+                    _footprint_gauges(footprint.estimates)
+                ),
+                evaluations,
             ),
             "gauge",
         )
@@ -174,6 +181,19 @@ def _as_result(df: DataFrame, record: str) -> DataFrame:
         column = F.col(name) if name in present else F.lit(None)
         columns.append(column.cast(kind).alias(name))
     return df.select(*columns)
+
+
+def _footprint_gauges(estimates: DataFrame) -> DataFrame:
+    return estimates.select(
+        *KEYS,
+        F.lit(STORE_MEMORY_ESTIMATE).alias("metric"),
+        F.col("estimate_bytes").cast("double").alias("value"),
+        *[
+            (F.col("process") if label == "process" else F.lit(None)).alias(label)
+            for label in GAUGE_LABELS
+        ],
+        F.lit(0).alias("priority"),
+    )
 
 
 def _gauges(

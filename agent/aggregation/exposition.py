@@ -17,6 +17,7 @@ from agent.aggregation.results import (
     RESTORE_ETA,
     RESTORE_RATE,
     RESTORE_REMAINING,
+    STORE_MEMORY_ESTIMATE,
     TASK_RATE,
     THREAD_LOAD,
     THREADS_EXPECTED,
@@ -149,6 +150,12 @@ def _gauges(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
         "Fraction of the rebalance-loop window the group spent rebalancing (0..1).",
         labels=["kafka_cluster", "group"],
     )
+    store_memory = GaugeMetricFamily(
+        "ksmon_streams_instance_state_store_memory_estimate_bytes",
+        "Estimated RocksDB memory of an instance's persistent stores (RocksDB instances of "
+        "the tasks it holds x the configured per-instance memory; from its sidecar).",
+        labels=["kafka_cluster", "group", "process"],
+    )
     seen_partitions: set[tuple[str, str, str]] = set()
     for g in sorted(rows, key=_order):
         if g.metric == PARTITION_RATE:
@@ -174,8 +181,10 @@ def _gauges(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
             rebalances.add_metric([g.cluster, g.group], g.value)
         elif g.metric == UNSTABLE_RATIO:
             unstable.add_metric([g.cluster, g.group], g.value)
+        elif g.metric == STORE_MEMORY_ESTIMATE:
+            store_memory.add_metric([g.cluster, g.group, _text(g.process)], g.value)
     yield from (partition, task, thread, instance, expected, remaining, rate, eta)
-    yield from (rebalances, unstable)
+    yield from (rebalances, unstable, store_memory)
 
 
 def _order(g: GaugeRow) -> tuple[str, ...]:

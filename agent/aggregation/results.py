@@ -13,6 +13,7 @@ RESTORE_RATE = "restore_rate"
 RESTORE_ETA = "restore_eta"
 REBALANCES = "rebalances"
 UNSTABLE_RATIO = "unstable_ratio"
+STORE_MEMORY_ESTIMATE = "store_memory_estimate"
 
 GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source")
 

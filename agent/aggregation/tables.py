@@ -33,6 +33,8 @@ class Tables:
     sidecar_threads: DataFrame
     sidecar_tasks: DataFrame
     sidecar_updaters: DataFrame
+    # One row per persistent store per task directory a sidecar read, per snapshot.
+    sidecar_stores: DataFrame
 
 
 def _keys() -> list[Column]:
@@ -93,6 +95,7 @@ def build_tables(
             F.col("x.active_restoring_tasks").alias("active_restoring"),
             F.col("x.restore_records_rate").alias("restore_rate"),
         ),
+        sidecar_stores=_sidecar_stores(snapshots),
     )
 
 
@@ -373,6 +376,7 @@ def _topics(snapshots: DataFrame) -> DataFrame:
         F.col("x.size_bytes").alias("size_bytes"),
         F.coalesce(F.col("x.log_end_offsets"), F.array()).alias("log_end_offsets"),
         F.col("x.replication_factor").alias("replication_factor"),
+        F.col("x.cleanup_policy").alias("cleanup_policy"),
     )
 
 
@@ -410,6 +414,55 @@ def _sidecars(snapshots: DataFrame) -> DataFrame:
                 lambda m: m["streams"]["process_id"] == F.col("s.sidecar.process_id"),
             )
         ).alias("members"),
+        F.col("s.sidecar.memory_limit_bytes").alias("memory_limit_bytes"),
+        F.col("s.sidecar.memory_limit_source").alias("memory_limit_source"),
+        F.coalesce(F.col("s.sidecar.state_dir_readable"), F.lit(False)).alias("state_dir_readable"),
+        # The tasks this instance holds (active, standby, warm-up), over its members whose
+        # assignment decoded; null when none did (mid-rebalance: not known, not none).
+        F.when(F.size(_own_decoded_members()) > 0, _held_tasks()).alias("held_tasks"),
+    )
+
+
+def _own_decoded_members() -> Column:
+    return F.filter(
+        _array("s.members"),
+        lambda m: (
+            (m["streams"]["process_id"] == F.col("s.sidecar.process_id")) & m["streams"].isNotNull()
+        ),
+    )
+
+
+def _held_tasks() -> Column:
+    return F.array_distinct(
+        F.flatten(
+            F.transform(
+                _own_decoded_members(),
+                lambda m: F.concat(
+                    F.transform(F.coalesce(m["streams"]["active_tasks"], F.array()), _task_id),
+                    F.transform(F.coalesce(m["streams"]["standby_tasks"], F.array()), _task_id),
+                    F.transform(F.coalesce(m["streams"]["warmup_tasks"], F.array()), _task_id),
+                ),
+            )
+        )
+    )
+
+
+def _sidecar_stores(snapshots: DataFrame) -> DataFrame:
+    """A row per store of each task directory the sidecar read (no row without stores)."""
+    tasks = _sidecar_rows(snapshots, "state_dir_tasks")
+    return tasks.select(
+        *_keys(),
+        F.col("sidecar_process").alias("process"),
+        F.col("x.task").alias("task"),
+        F.explode(F.coalesce(F.col("x.stores"), F.array())).alias("st"),
+    ).select(
+        *_keys(),
+        "process",
+        "task",
+        F.col("st.name").alias("store"),
+        F.col("st.kind").alias("store_kind"),
+        F.coalesce(F.col("st.segments"), F.lit(0)).alias("segments"),
+        F.col("st.size_bytes").alias("store_bytes"),
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agent.collect.app_scrape import Scrape, scrape_metrics
+from agent.collect.memory_limit import MemoryLimit, read_memory_limit
 from agent.collect.state_dir_reader import StateDirReading, TaskDirReading, read_state_dir
 from agent.model import (
     CheckpointOffset,
@@ -24,6 +25,7 @@ from agent.model import (
     SidecarStateUpdater,
     SidecarTask,
     SidecarThread,
+    StateDirStore,
     StateDirTask,
 )
 from agent.streams.app_instance import InstanceMemory, InstanceView, observe_instance
@@ -45,6 +47,11 @@ class SidecarSettings:
     expected_stream_threads: int | None = None
     pod_name: str | None = None  # Downward API, for identity
     pod_ip: str | None = None
+    # The app container's memory limit: a fixed number (Downward API limits.memory via
+    # the configuration), else a cgroup file read at every poll.
+    app_memory_limit: int | None = None
+    app_memory_limit_source: str | None = None
+    app_memory_limit_file: Path | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +60,7 @@ class SidecarObservation:
     instance: InstanceView | None = None  # None when the scrape failed
     state_dir: StateDirReading | None = None  # None when no state directory is configured
     stores: frozenset[str] = field(default_factory=frozenset)
+    memory_limit: MemoryLimit = field(default_factory=lambda: MemoryLimit(None))
 
 
 Scraper = Callable[[str, float, Callable[[bytes], bool]], Scrape]
@@ -91,7 +99,7 @@ class SidecarCollector:
         stores = set(instance.stores if instance is not None else ())
         for task in state_dir.tasks if state_dir is not None else ():
             stores.update(task.stores)
-        return SidecarObservation(scrape, instance, state_dir, frozenset(stores))
+        return SidecarObservation(scrape, instance, state_dir, frozenset(stores), _memory_limit(s))
 
     def changelog_topics(self, observation: SidecarObservation) -> set[str]:
         """Changelog topics the app may have: named after its stores, or in its checkpoints.
@@ -181,14 +189,30 @@ def build_sidecar_info(
         recording_level=instance.recording_level,
         state_dir_error=state_dir.error if state_dir is not None else None,
         state_dir_bytes=state_dir.total_bytes if state_dir is not None else None,
+        memory_limit_bytes=observation.memory_limit.bytes,
+        memory_limit_source=observation.memory_limit.source,
+        memory_limit_error=observation.memory_limit.error,
     )
+
+
+def _memory_limit(settings: SidecarSettings) -> MemoryLimit:
+    if settings.app_memory_limit is not None:
+        return MemoryLimit(settings.app_memory_limit, settings.app_memory_limit_source)
+    if settings.app_memory_limit_file is not None:
+        return read_memory_limit(settings.app_memory_limit_file)
+    return MemoryLimit(None)
 
 
 def _state_dir_task(reading: TaskDirReading) -> StateDirTask:
     checkpoint = reading.checkpoint
+    stores = tuple(StateDirStore(s.name, s.kind, s.segments, s.size_bytes) for s in reading.layouts)
     if isinstance(checkpoint, DecodeError):
         return StateDirTask(
-            reading.task, has_checkpoint=True, size_bytes=reading.size_bytes, error=str(checkpoint)
+            reading.task,
+            has_checkpoint=True,
+            size_bytes=reading.size_bytes,
+            error=str(checkpoint),
+            stores=stores,
         )
     return StateDirTask(
         task=reading.task,
@@ -198,4 +222,5 @@ def _state_dir_task(reading: TaskDirReading) -> StateDirTask:
             for o in (checkpoint.offsets if checkpoint is not None else ())
         ),
         size_bytes=reading.size_bytes,
+        stores=stores,
     )

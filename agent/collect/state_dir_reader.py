@@ -18,8 +18,11 @@ from agent.streams.checkpoint import CheckpointFile, parse_checkpoint
 from agent.streams.codec import DecodeError
 from agent.streams.state_dir import (
     CHECKPOINT_FILE,
+    KEY_VALUE,
     PROCESS_METADATA_FILE,
     ROCKSDB_DIR,
+    SEGMENTED,
+    is_segment_directory,
     named_topology_of_directory,
     parse_process_metadata,
     task_of_directory,
@@ -30,11 +33,24 @@ _POSITION_SUFFIX = ".position"
 
 
 @dataclass(frozen=True, slots=True)
+class StoreLayout:
+    """A persistent store's directory: ``rocksdb/<store>/`` (``key_value``, one RocksDB)
+    or ``<store>/`` holding ``<store>.<segment>/`` directories (``segmented``, one
+    RocksDB each)."""
+
+    name: str
+    kind: str  # "key_value" | "segmented"
+    segments: int  # segment directories; 0 for key_value
+    size_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
 class TaskDirReading:
     task: str
     checkpoint: CheckpointFile | DecodeError | None  # None: no .checkpoint file
     size_bytes: int
     stores: tuple[str, ...] = ()  # store names the layout shows (rocksdb/<store>, <store>/...)
+    layouts: tuple[StoreLayout, ...] = ()  # the stores with a directory, by name
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +118,30 @@ def _read_task(task: str, path: Path) -> TaskDirReading:
     else:
         checkpoint = parse_checkpoint(data) if data is not None else None
     stores: set[str] = set()
+    layouts: list[StoreLayout] = []
     for entry in _scandir(path):
         if entry.name == ROCKSDB_DIR and _is_dir(entry):
-            stores.update(e.name for e in _scandir(entry.path) if _is_dir(e))
+            for store in _scandir(entry.path):
+                if _is_dir(store):
+                    stores.add(store.name)
+                    layouts.append(StoreLayout(store.name, KEY_VALUE, 0, _tree_size(store.path)))
         elif _is_dir(entry):
             stores.add(entry.name)  # a segmented store: <store>/<store>.<segment>/
+            segments = sum(
+                1
+                for e in _scandir(entry.path)
+                if _is_dir(e) and is_segment_directory(entry.name, e.name)
+            )
+            layouts.append(StoreLayout(entry.name, SEGMENTED, segments, _tree_size(entry.path)))
         elif entry.name.endswith(_POSITION_SUFFIX):
             stores.add(entry.name.removesuffix(_POSITION_SUFFIX))
-    return TaskDirReading(task, checkpoint, _tree_size(str(path)), tuple(sorted(stores)))
+    return TaskDirReading(
+        task,
+        checkpoint,
+        _tree_size(str(path)),
+        tuple(sorted(stores)),
+        tuple(sorted(layouts, key=lambda layout: layout.name)),
+    )
 
 
 def _process_id(path: Path) -> tuple[str | None, str | None]:

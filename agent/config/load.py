@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent.config.location import ConfigFileError, Place
-from agent.config.reader import INT32_MAX, Section
+from agent.config.reader import INT32_MAX, SecretReference, Section
 from agent.config.schema import (
     AGENT_MODES,
     COMPRESSIONS,
@@ -51,8 +51,8 @@ from agent.config.schema import (
     TlsConfig,
     TopologyConfig,
 )
-from agent.config.values import format_duration, format_size
-from agent.config.yaml_source import load_yaml
+from agent.config.values import format_duration, format_size, parse_size
+from agent.config.yaml_source import YamlMap, load_yaml
 from agent.streams.topology import TopologyParseError, parse_topology
 
 _CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
@@ -385,8 +385,37 @@ def _read_sidecar(
         scrape_timeout=s.duration("scrape_timeout"),
         state_dir=s.optional_path("state_dir"),
         expected_stream_threads=s.optional_integer("expected_stream_threads", minimum=1),
+        app_memory_limit=_app_memory_limit(s),
     )
     return sidecar if mode == "sidecar" else None
+
+
+def _app_memory_limit(s: Section) -> int | Path | None:
+    """``sidecar.app_memory_limit``: a size, ``{env: VAR}`` (resolved now) or ``{file: PATH}``
+    (a cgroup file, read at every poll)."""
+    key = "app_memory_limit"
+    if not s.has(key):
+        return None
+    if not isinstance(s.raw.get(key), YamlMap):
+        return s.size(key)
+    reference = s.section(key, SecretReference)
+    if reference.has("env") == reference.has("file"):
+        raise s.fail(key, "expected a size, {env: VAR} or {file: PATH} (exactly one of env, file)")
+    if reference.has("file"):
+        return Path(reference.text("file"))
+    variable = reference.text("env")
+    value = s.env.get(variable, "").strip()
+    if not value:
+        raise reference.fail(
+            "env",
+            f"environment variable {variable} is not set or empty; expected the app "
+            "container's limits.memory in bytes (Downward API resourceFieldRef)",
+        )
+    try:
+        # The Downward API writes bare bytes ("1073741824"); a size text works too.
+        return parse_size(int(value) if value.isdigit() else value)
+    except ValueError as e:
+        raise reference.fail("env", f"environment variable {variable}: {e}") from None
 
 
 def _read_exposition(s: Section) -> ExpositionConfig:
@@ -508,6 +537,18 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         ),
         tasks_per_thread_lag_window=s.duration("tasks_per_thread_lag_window"),
         tasks_per_thread_min_lag_growth=s.integer("tasks_per_thread_min_lag_growth", minimum=0),
+        store_footprint_ratio=s.number("store_footprint_ratio", minimum=0, maximum=1),
+        rocksdb_block_cache_bytes=s.size("rocksdb_block_cache_bytes"),
+        rocksdb_write_buffer_bytes=s.size("rocksdb_write_buffer_bytes"),
+        rocksdb_write_buffers=s.integer("rocksdb_write_buffers", minimum=1),
+        rocksdb_bounded_memory_bytes=(
+            s.size("rocksdb_bounded_memory_bytes")
+            if s.has("rocksdb_bounded_memory_bytes")
+            else None
+        ),
+        changelog_growth_window=s.duration("changelog_growth_window"),
+        changelog_growth_min_ratio=s.number("changelog_growth_min_ratio", minimum=0),
+        changelog_growth_min_bytes=s.size("changelog_growth_min_bytes"),
     )
 
 

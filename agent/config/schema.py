@@ -177,6 +177,13 @@ class SidecarConfig:
     scrape_timeout: float = 5.0
     state_dir: Path | None = None  # its state.dir, mounted read-only; None: not read
     expected_stream_threads: int | None = None  # its num.stream.threads; None: not known
+    # The app container's memory limit (state_store_footprint judges against it): bytes
+    # (written as a size, or {env: VAR} naming a variable that holds it, such as the
+    # Downward API's resourceFieldRef limits.memory of the app container, resolved at
+    # load), or a cgroup file holding the app's limit ({file: PATH}: v2 memory.max, v1
+    # memory.limit_in_bytes), read at every poll. Never the sidecar's own cgroup: that is
+    # the sidecar container's limit. None: unknown.
+    app_memory_limit: int | Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -285,6 +292,22 @@ class DetectorsConfig:
     tasks_per_thread_lag_window: float = 300.0
     # ... by at least this many records from the first quarter to the last.
     tasks_per_thread_min_lag_growth: int = 1000
+    # state_store_footprint: an instance's estimated RocksDB memory against its app
+    # container's memory limit (from its sidecar). Per RocksDB instance (a key-value store,
+    # or one segment of a window/session store), Kafka Streams' defaults without a
+    # RocksDBConfigSetter: a 50 MiB block cache and 3 write buffers of 16 MiB.
+    store_footprint_ratio: float = 0.8
+    rocksdb_block_cache_bytes: int = 50 * 2**20
+    rocksdb_write_buffer_bytes: int = 16 * 2**20
+    rocksdb_write_buffers: int = 3
+    # A RocksDBConfigSetter that bounds every store of an instance to one shared cache and
+    # write buffer manager: that bound is the instance's total. None: per-store defaults.
+    rocksdb_bounded_memory_bytes: int | None = None
+    # ... and a compact-only changelog that grew at every sample over this look-back,
+    # never shrinking, by at least both margins. 0: off (the job keeps history this long).
+    changelog_growth_window: float = 0.0
+    changelog_growth_min_ratio: float = 0.2
+    changelog_growth_min_bytes: int = 64 * 2**20
 
     @property
     def history_retention(self) -> float:
@@ -304,6 +327,7 @@ class DetectorsConfig:
             self.budget_hold,
             self.copartition_mismatch_after,
             self.tasks_per_thread_lag_window,
+            self.changelog_growth_window,
         )
         return longest + self.evaluation_window
 

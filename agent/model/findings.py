@@ -31,6 +31,7 @@ Kind = Literal[
     "broker_partition_budget",
     "copartition_mismatch",
     "threads_fewer_than_tasks",
+    "state_store_footprint",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]

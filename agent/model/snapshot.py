@@ -275,6 +275,18 @@ class CheckpointOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class StateDirStore:
+    """One persistent store in a task directory, as its layout on disk shows it."""
+
+    name: str
+    # key_value: a store under rocksdb/, one RocksDB. segmented: a store directory of
+    # segment directories, one RocksDB per segment (window and session stores).
+    kind: str
+    segments: int = 0  # segment directories (segmented stores; 0 for key_value)
+    size_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StateDirTask:
     """One task directory in the app's state directory."""
 
@@ -284,6 +296,7 @@ class StateDirTask:
     checkpoint: tuple[CheckpointOffset, ...] = ()
     size_bytes: int | None = None  # files under the task directory (RocksDB etc.)
     error: str | None = None  # the checkpoint did not parse; what was wrong
+    stores: tuple[StateDirStore, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,6 +337,13 @@ class SidecarInfo:
     recording_level: str | None = None
     state_dir_error: str | None = None  # why the state directory could not be read
     state_dir_bytes: int | None = None  # every file under it
+    # The app container's memory limit (not the sidecar's own: each container has its
+    # own cgroup): from the configuration (Downward API limits.memory) or a cgroup
+    # file. None when unknown or unlimited; memory_limit_source says where it came
+    # from (and "unlimited"), memory_limit_error why it could not be read.
+    memory_limit_bytes: int | None = None
+    memory_limit_source: str | None = None
+    memory_limit_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

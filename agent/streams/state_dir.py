@@ -19,6 +19,8 @@ inside the store, and their tasks have no ``.checkpoint`` any more.
 ('1_3', None)
 >>> changelog_topic("app", "counts")
 'app-counts-changelog'
+>>> is_segment_directory("counts", "counts.1732406400000"), is_segment_directory("counts", "x.1")
+(True, False)
 """
 
 import json
@@ -32,6 +34,11 @@ PROCESS_METADATA_FILE: Final = "kafka-streams-process-metadata"
 CHECKPOINT_FILE: Final = ".checkpoint"
 ROCKSDB_DIR: Final = "rocksdb"
 GLOBAL_DIR: Final = "global"
+# Store kinds by layout: rocksdb/<store>/ is one RocksDB; <store>/<store>.<segment>/ is
+# one RocksDB per segment (AbstractSegments.segmentName: the name, a '.', and the
+# segment's start time in ms; Kafka Streams before 2.2 also wrote ':' + a date).
+KEY_VALUE: Final = "key_value"
+SEGMENTED: Final = "segmented"
 _NAMED_TOPOLOGY_DIR: Final = re.compile(r"__(?P<name>.+)__")
 _UUID: Final = re.compile(
     r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -81,6 +88,14 @@ def process_id_from_client_id(client_id: str, application_id: str) -> str | None
         return None
     rest = client_id[len(prefix) :]
     return rest.lower() if _UUID.fullmatch(rest) else None
+
+
+def is_segment_directory(store: str, name: str) -> bool:
+    """Whether ``name`` is a segment directory of segmented store ``store``."""
+    if len(name) <= len(store) + 1 or not name.startswith(store):
+        return False
+    separator, rest = name[len(store)], name[len(store) + 1 :]
+    return separator in ".:" and rest.isdigit()
 
 
 def changelog_topic(application_id: str, store: str) -> str:

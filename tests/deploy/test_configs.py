@@ -12,6 +12,8 @@ ENV = {
     "POD_NAME": "ksmon-agent-0",
     "KSMON_KAFKA_PASSWORD": "from-the-secret",
     "KSMON_JOB_KAFKA_PASSWORD": "from-the-secret",
+    # The sidecar component's Downward API resourceFieldRef (the app's limits.memory).
+    "APP_MEMORY_LIMIT": "1073741824",
 }
 # The configs every deployment must ship (each kustomization's configMapGenerator).
 SHIPPED = {

@@ -258,6 +258,22 @@ SEC = (
             id="a misspelt sidecar key, even in central mode",
         ),
         pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  app_memory_limit: {env: LIMIT}\n",
+            "sidecar.app_memory_limit.env: environment variable LIMIT is not set or empty; "
+            "expected the app container's limits.memory in bytes",
+            id="a memory limit from an unset variable",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  app_memory_limit: {env: A, file: /b}\n",
+            "sidecar.app_memory_limit: expected a size, {env: VAR} or {file: PATH}",
+            id="a memory limit from two places",
+        ),
+        pytest.param(
+            MINIMAL + "sidecar:\n  application_id: app\n  app_memory_limit: 2Gi\n",
+            "sidecar.app_memory_limit: expected a size such as 500KB, 64MiB, 1GiB",
+            id="a Kubernetes quantity is not a size",
+        ),
+        pytest.param(
             MINIMAL + "sidecar:\n  scrape_timeout: 5s\n",
             "sidecar.application_id: required key missing in a sidecar section",
             id="a sidecar section without an application",
@@ -577,6 +593,7 @@ def test_a_sidecar_config_gets_its_defaults() -> None:
     assert sidecar.app_metrics_url == "http://127.0.0.1:9404/metrics"
     assert sidecar.scrape_timeout == 5.0
     assert (sidecar.state_dir, sidecar.expected_stream_threads) == (None, None)
+    assert sidecar.app_memory_limit is None, "unknown: nothing is judged against it"
     described = config.describe()
     assert "sidecar of Kafka Streams application orders-app on cluster apps" in described
     assert "groups orders-app only" in described
@@ -812,3 +829,24 @@ def test_a_bad_budget_is_named_with_what_would_be_right(line: str, message: str)
         _detectors(line + "\n")
     assert message in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("written", "env", "limit"),
+    [
+        ("2GiB", {}, 2 * 2**30),
+        ("{env: APP_MEMORY_LIMIT}", {"APP_MEMORY_LIMIT": "1073741824"}, 2**30),  # Downward API
+        ("{file: /sys/fs/cgroup/app/memory.max}", {}, Path("/sys/fs/cgroup/app/memory.max")),
+    ],
+)
+def test_the_app_memory_limit_is_a_size_a_variable_or_a_cgroup_file(
+    written: str, env: dict[str, str], limit: object
+) -> None:
+    config = parse(
+        "agent: {mode: sidecar}\n"
+        + MINIMAL
+        + f"sidecar: {{application_id: a, app_memory_limit: {written}}}\n",
+        env,
+    )
+    assert config.sidecar is not None
+    assert config.sidecar.app_memory_limit == limit

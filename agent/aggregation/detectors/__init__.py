@@ -21,6 +21,7 @@ from agent.aggregation.detectors.no_live_consumers import detect_no_live_consume
 from agent.aggregation.detectors.partition_skew import detect_partition_skew
 from agent.aggregation.detectors.rebalance_loop import detect_rebalance_loop
 from agent.aggregation.detectors.restore_stalled import detect_restore_stalled
+from agent.aggregation.detectors.state_store_footprint import detect_state_store_footprint
 from agent.aggregation.detectors.stream_threads_dead import detect_stream_threads_dead
 from agent.aggregation.detectors.threads_fewer_than_tasks import detect_threads_fewer_than_tasks
 
@@ -39,6 +40,7 @@ DETECTORS: tuple[Detector, ...] = (
     detect_broker_partition_budget,
     detect_copartition_mismatch,
     detect_threads_fewer_than_tasks,
+    detect_state_store_footprint,
 )
 
 __all__ = ["DETECTORS", "Detector"]

@@ -22,6 +22,7 @@ from tests.unit.aggregation.cases import no_live_consumers as no_live
 from tests.unit.aggregation.cases import partition_skew as skew
 from tests.unit.aggregation.cases import rebalance_loop as loop
 from tests.unit.aggregation.cases import restore_stalled as restore
+from tests.unit.aggregation.cases import state_store_footprint as footprint
 from tests.unit.aggregation.cases import stream_threads_dead as threads
 from tests.unit.aggregation.cases import threads_fewer_than_tasks as fewer_threads
 from tests.unit.aggregation.cases import topology_names as names
@@ -40,6 +41,7 @@ ALL_CASES: list[Case] = [
     *names.CASES,
     *copartition.CASES,
     *fewer_threads.CASES,
+    *footprint.CASES,
 ]
 
 
@@ -70,4 +72,9 @@ def run_cases(spark: SparkSession, cases: list[Case], params: DetectorsConfig) -
 def detector_results(spark: SparkSession) -> DetectorResults:
     # The defaults, with assignment_size_risk's trend turned on (off by default) so its
     # cases judge it: one hour, as a user who enables it would.
-    return run_cases(spark, ALL_CASES, DetectorsConfig(assignment_growth_window=3600.0))
+    # state_store_footprint's changelog growth likewise, over 20 minutes.
+    return run_cases(
+        spark,
+        ALL_CASES,
+        DetectorsConfig(assignment_growth_window=3600.0, changelog_growth_window=1200.0),
+    )

@@ -84,6 +84,7 @@ def render() -> str:
         gauge(r.RESTORE_ETA, 60.0, **restoring, source="sidecar"),
         gauge(r.REBALANCES, 7.0),
         gauge(r.UNSTABLE_RATIO, 0.25),
+        gauge(r.STORE_MEMORY_ESTIMATE, 1233125376.0, process="p1"),
     ]
     state.started()
     state.batch_done(

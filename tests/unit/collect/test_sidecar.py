@@ -8,7 +8,16 @@ import pytest
 from agent.collect.app_scrape import Scrape
 from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.collect.state_dir_reader import StateDirReading, TaskDirReading, read_state_dir
-from agent.model import CheckpointOffset, MemberInfo, StateDirTask, StreamsMemberInfo
+from agent.config.schema import SidecarConfig
+from agent.model import (
+    AgentInfo,
+    CheckpointOffset,
+    MemberInfo,
+    StateDirStore,
+    StateDirTask,
+    StreamsMemberInfo,
+)
+from agent.runner import _sidecar_collector
 from agent.streams.checkpoint import ChangelogOffset, CheckpointFile
 from agent.streams.codec import DecodeError
 
@@ -219,3 +228,61 @@ def test_expected_threads_are_the_configured_ones(expected: int | None) -> None:
     assert info.alive_stream_threads == 2
     assert info.client_state is None, "3.x has no client-state metric"
     assert [t.thread_index for t in info.threads] == [1, 2], "threads found via their consumers"
+
+
+def test_the_app_memory_limit_and_store_layouts_go_into_the_section(tmp_path: Path) -> None:
+    """The limit comes from the app's cgroup file (read at every poll), the stores from
+    the state directory's layout."""
+    limit_file = tmp_path / "memory.max"
+    limit_file.write_text("536870912\n")
+    app = tmp_path / "state" / APP
+    (app / "1_0" / "rocksdb" / "counts").mkdir(parents=True)
+    (app / "1_1" / "windowed" / "windowed.1700000040000").mkdir(parents=True)
+    (app / "1_1" / "windowed" / "windowed.1700000100000").mkdir(parents=True)
+    settings = SidecarSettings(
+        APP, URL, state_dir=tmp_path / "state", app_memory_limit_file=limit_file
+    )
+    c = SidecarCollector(settings, scraper=lambda url, _t, _k: Scrape(error="down"))
+
+    info = c.report(c.observe(), ())
+
+    assert (info.memory_limit_bytes, info.memory_limit_source) == (536870912, f"file {limit_file}")
+    assert info.memory_limit_error is None
+    assert [(t.task, t.stores) for t in info.state_dir_tasks] == [
+        ("1_0", (StateDirStore("counts", "key_value", 0, 0),)),
+        ("1_1", (StateDirStore("windowed", "segmented", 2, 0),)),
+    ]
+    limit_file.write_text("max\n")
+    unlimited = c.report(c.observe(), ())
+    assert unlimited.memory_limit_bytes is None
+    assert unlimited.memory_limit_source == f"file {limit_file} (unlimited)"
+
+
+def test_a_configured_limit_wins_and_none_is_unknown() -> None:
+    fixed = SidecarCollector(
+        SidecarSettings(APP, URL, app_memory_limit=2**30, app_memory_limit_source="configuration"),
+        scraper=lambda url, _t, _k: Scrape(error="down"),
+    )
+    info = fixed.report(fixed.observe(), ())
+    assert (info.memory_limit_bytes, info.memory_limit_source) == (2**30, "configuration")
+    unknown = SidecarCollector(
+        SidecarSettings(APP, URL), scraper=lambda url, _t, _k: Scrape(error="down")
+    )
+    assert unknown.report(unknown.observe(), ()).memory_limit_bytes is None
+
+
+@pytest.mark.parametrize(
+    ("limit", "fixed", "source", "file"),
+    [
+        (2**30, 2**30, "configuration", None),
+        (Path("/sys/fs/cgroup/app/memory.max"), None, None, Path("/sys/fs/cgroup/app/memory.max")),
+        (None, None, None, None),
+    ],
+)
+def test_the_runner_passes_the_configured_limit_to_the_collector(
+    limit: int | Path | None, fixed: int | None, source: str | None, file: Path | None
+) -> None:
+    config = SidecarConfig(application_id=APP, cluster="local", app_memory_limit=limit)
+    settings = _sidecar_collector(config, AgentInfo("a", "0", "sidecar")).settings
+    assert (settings.app_memory_limit, settings.app_memory_limit_source) == (fixed, source)
+    assert settings.app_memory_limit_file == file

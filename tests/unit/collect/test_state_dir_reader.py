@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.collect.state_dir_reader import read_state_dir
+from agent.collect.state_dir_reader import StoreLayout, read_state_dir
 from agent.streams.checkpoint import ChangelogOffset, CheckpointFile
 from agent.streams.codec import DecodeError
+from agent.streams.state_dir import is_segment_directory
 
 UUID = "5118960c-55bf-46ff-b9f2-ad95ee6584c5"
 CL = "app-counts-changelog"
@@ -139,3 +140,49 @@ def test_reading_while_the_app_replaces_and_deletes_files_never_fails(
             seen.add(len(checkpoint.offsets))
         assert task.size_bytes >= 0
     assert len(seen) >= 2, f"the writer really changed the file under the reader: {seen}"
+
+
+def test_store_layouts_name_key_value_and_segmented_stores_with_their_segments(
+    tmp_path: Path,
+) -> None:
+    """The layouts Kafka Streams writes: rocksdb/<store>/ (one RocksDB), and a window
+    store's <store>/<store>.<segment start ms>/ (one RocksDB per segment)."""
+    app = tmp_path / "app"
+    write(app / "0_0" / "rocksdb" / "counts" / "000011.sst", b"c" * 700)
+    write(app / "0_0" / "rocksdb" / "table-store" / "CURRENT", b"t" * 16)
+    write(app / "0_0" / "counts.position", "0\n0\n")
+    window = app / "1_2" / "windowed-counts"
+    for start in (1700000040000, 1700000100000, 1700000160000):
+        write(window / f"windowed-counts.{start}" / "000007.sst", b"w" * 100)
+    write(window / "windowed-counts.1700000220000" / "CURRENT", b"")
+    (window / "not-a-segment").mkdir()  # neither <store>.<digits> nor a file counted
+    write(window / "windowed-counts.position", "0\n0\n")  # a file, not a segment
+    (app / "1_3" / "empty-window").mkdir(parents=True)  # created, no segment yet
+
+    by_task = {t.task: t for t in read_state_dir(tmp_path, "app").tasks}
+
+    assert by_task["0_0"].layouts == (
+        StoreLayout("counts", "key_value", 0, 700),
+        StoreLayout("table-store", "key_value", 0, 16),
+    )
+    assert by_task["1_2"].layouts == (
+        StoreLayout("windowed-counts", "segmented", 4, 300 + len("0\n0\n")),
+    )
+    assert by_task["1_3"].layouts == (StoreLayout("empty-window", "segmented", 0, 0),)
+    assert by_task["0_0"].stores == ("counts", "table-store")
+
+
+@pytest.mark.parametrize(
+    ("store", "name", "segment"),
+    [
+        ("w", "w.1700000040000", True),
+        ("w", "w:201812230000", True),  # the pre-2.2 date form, renamed on open
+        ("w", "w.", False),
+        ("w", "w.x1", False),
+        ("w", "wx.1", False),
+        ("w.a", "w.a.60000", True),  # a store name with a dot
+        ("w", "other.60000", False),
+    ],
+)
+def test_segment_directory_names(store: str, name: str, segment: bool) -> None:
+    assert is_segment_directory(store, name) is segment
