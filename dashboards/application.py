@@ -517,6 +517,7 @@ def _threads() -> Row:
                 [Query(_by("process", "ksmon_sidecar_state_dir_bytes"), "{{process}}")],
                 unit="bytes",
                 minimum=0,
+                width=24,
             ),
         ],
     )
@@ -577,19 +578,15 @@ def _lag() -> Row:
             Panel(
                 "table",
                 "Co-partitioning",
-                "Partitions of each topic this application commits offsets for, and whether "
-                "the aggregation job finds a sub-topology reading topics of different counts "
-                "(copartition_mismatch: a join there mis-joins or is refused; its finding "
-                "names the topics and the tasks that read only some of them).",
+                "Partitions of each topic this application commits offsets for: topics a "
+                "sub-topology reads together (a join) need the same count. When they differ "
+                "the aggregation job's copartition_mismatch finding (in Findings above) names "
+                "the topics and the tasks that read only some of them.",
                 [
                     Query(
                         "count by (topic) ("
                         f"{_by('topic, partition', 'ksmon_partition_committed_offset')})",
                         "partitions",
-                    ),
-                    Query(
-                        _by("severity", "ksmon_finding_active", 'kind="copartition_mismatch"'),
-                        "mismatch",
                     ),
                 ],
                 unit="short",
@@ -597,9 +594,6 @@ def _lag() -> Row:
             ),
         ],
     )
-
-
-SIZING = 'kind=~"idle_members|threads_fewer_than_tasks|assignment_size_risk"'
 
 
 def _sizing() -> Row:
@@ -629,18 +623,6 @@ def _sizing() -> Row:
                 [Query(_by("group", "ksmon_group_metadata_bytes"), "metadata bytes")],
                 unit="bytes",
                 minimum=0,
-            ),
-            Panel(
-                "table",
-                "Sizing findings",
-                "Open findings about the application's size: idle stream threads "
-                "(idle_members), too few threads for the tasks while lag grows "
-                "(threads_fewer_than_tasks), group metadata near the offsets topic's limit "
-                "(assignment_size_risk). The evidence (ksmon explain, ksmon findings) says "
-                "which threads, how many would keep up, and how many bytes.",
-                [Query(_by("kind, severity, process", "ksmon_finding_active", SIZING))],
-                unit="none",
-                width=24,
             ),
         ],
     )
@@ -676,7 +658,6 @@ def _internal_topics() -> Row:
 
 
 def _state_stores() -> Row:
-    footprint = 'kind="state_store_footprint"'
     return Row(
         "State stores",
         [
@@ -687,7 +668,8 @@ def _state_stores() -> Row:
                 "window/session segment; standbys too) x the configured memory of one (default "
                 "50 MiB block cache + 3 x 16 MiB write buffers), from its sidecar's reading of "
                 "the state directory (aggregation job). Off-heap: compare with the container's "
-                "memory limit, not the JVM heap.",
+                "memory limit, not the JVM heap. Near the limit, the state_store_footprint "
+                "finding (in Findings above) names the instance and its biggest stores.",
                 [
                     Query(
                         _by(
@@ -699,15 +681,7 @@ def _state_stores() -> Row:
                 ],
                 unit="bytes",
                 minimum=0,
-            ),
-            Panel(
-                "table",
-                "State store footprint",
-                "Instances whose estimated RocksDB memory is near their container's memory "
-                "limit, and compact-only changelogs that grow and never shrink (aggregation job "
-                "finding state_store_footprint).",
-                [Query(_by("process, topic", "ksmon_finding_active", footprint))],
-                unit="none",
+                width=24,
             ),
         ],
     )

@@ -46,6 +46,9 @@ class Detection:
     kind: str
     candidates: DataFrame  # CANDIDATE_COLUMNS
     coverage: DataFrame  # KEYS at which the rule could be judged
+    # A rule on cluster-wide facts, judged once per agent and poll: its rows are not
+    # partitioned by group like every other rule's, and it names no tasks.
+    cluster_level: bool = False
 
 
 def candidates(

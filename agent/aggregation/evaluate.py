@@ -124,11 +124,15 @@ def evaluation_frame(
         detect_threads_fewer_than_tasks(ctx),
         footprint.detection,
     ]
-    found = detections[0].candidates
-    for d in detections[1:]:
-        found = found.unionByName(d.candidates)
+    # Named per rule: a rule's rows stay partitioned by group, so joining them with the
+    # names shuffles nothing (a union of them would lose that partitioning).
+    names = subtopology_names(at_evaluations)
     frames = [
-        _as_result(with_subtopology_names(found, subtopology_names(at_evaluations)), "candidate")
+        _as_result(
+            d.candidates if d.cluster_level else with_subtopology_names(d.candidates, names),
+            "candidate",
+        )
+        for d in detections
     ]
     frames += [
         _as_result(d.coverage.withColumn("kind", F.lit(d.kind)), "coverage") for d in detections

@@ -207,6 +207,8 @@ def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
         "progress_stall_after": "1m",
         "restore_stall_after": "1m",
         "idle_members_after": "1m",
+        "budget_hold": "1m",
+        "tasks_per_thread_lag_window": "1m",
     }
     config = job_config(
         kafka,

@@ -92,10 +92,21 @@ def test_bound_plans_shuffle_nothing_past_the_evaluation_times(
 
 
 _EXCHANGE = re.compile(r"\bExchange (?:hashpartitioning|SinglePartition|rangepartitioning)")
+# What follows "Exchange hashpartitioning" when it partitions by (cluster, agent[, t]).
+_BY_CLUSTER_AND_AGENT = re.compile(r"\(cluster#\d+, agent#\d+[,)]")
 
 
 def _exchanges(plan: str) -> int:
-    return len(_EXCHANGE.findall(plan))
+    """Exchanges except those of the broker rule (broker_partition_budget): it judges the
+    cluster's facts once per agent and poll, one row per poll however many groups carry
+    them, so it alone repartitions, by cluster and agent, never by group."""
+    return len(
+        [
+            found
+            for found in _EXCHANGE.finditer(plan)
+            if not _BY_CLUSTER_AND_AGENT.match(plan, found.end())
+        ]
+    )
 
 
 def _judged(result: EvaluationResult) -> tuple[list[object], list[object], list[object]]:

@@ -215,7 +215,7 @@ def detect_broker_partition_budget(ctx: Context) -> Detection:
             (F.col("t") - F.col("run_since")).alias("held_for_seconds"),
         ),
     )
-    return Detection(BROKER_KIND, found, at_evaluations.select(*KEYS))
+    return Detection(BROKER_KIND, found, at_evaluations.select(*KEYS), cluster_level=True)
 
 
 def _broker_evidence(b: Column) -> Column:
