@@ -53,26 +53,32 @@ def with_subtopology_names(candidates: DataFrame, names: DataFrame) -> DataFrame
             ),
         )
     )
+    # In sub-topology order (numeric: "10" after "2").
+    in_order = F.transform(F.array_sort(F.transform(ids, lambda i: i.cast("int"))), _as_text)
     named = F.filter(
-        F.transform(F.array_sort(ids), lambda i: F.element_at(F.col("_names"), i)),
+        F.transform(in_order, lambda i: F.element_at(F.col("_names"), i)),
         lambda s: s.isNotNull(),
     )
     joined = candidates.join(names, list(KEYS), "left").withColumn(
         "_named", F.when(F.col("_names").isNotNull(), named).otherwise(F.array())
     )
     has_names = F.size("_named") > 0
+    rewritten = {
+        "explanation": _explained(F.col("explanation"), F.col("_named")),
+        "evidence": _with_evidence(F.col("evidence"), F.col("_named")),
+    }
     return joined.select(
         *[
-            F.when(has_names, _explained(F.col(c), F.col("_named"))).otherwise(F.col(c)).alias(c)
-            if c == "explanation"
-            else F.when(has_names, _with_evidence(F.col(c), F.col("_named")))
-            .otherwise(F.col(c))
-            .alias(c)
-            if c == "evidence"
+            F.when(has_names, rewritten[c]).otherwise(F.col(c)).alias(c)
+            if c in rewritten
             else F.col(c)
             for c in candidates.columns
         ]
     )
+
+
+def _as_text(i: Column) -> Column:
+    return i.cast("string")
 
 
 def _with_evidence(evidence: Column, named: Column) -> Column:
@@ -90,8 +96,15 @@ def _with_evidence(evidence: Column, named: Column) -> Column:
 
 
 def _explained(explanation: Column, named: Column) -> Column:
-    """``...; sub-topology 1 reads app-x-repartition, stores counts``."""
-    one = lambda s: F.concat(  # noqa: E731 - a Spark lambda
+    """``<explanation> (sub-topology 1 reads app-x-repartition, stores counts; ...)``."""
+    return F.concat(
+        explanation, F.lit(" ("), F.array_join(F.transform(named, _one_named), "; "), F.lit(")")
+    )
+
+
+def _one_named(s: Column) -> Column:
+    """``sub-topology 1 reads app-x-repartition, stores counts``."""
+    return F.concat(
         F.lit("sub-topology "),
         s["id"],
         F.when(
@@ -101,7 +114,4 @@ def _explained(explanation: Column, named: Column) -> Column:
             F.size(s["stores"]) > 0,
             F.concat(F.lit(", stores "), F.array_join(s["stores"], ", ")),
         ).otherwise(F.lit("")),
-    )
-    return F.concat(
-        explanation, F.lit(" ("), F.array_join(F.transform(named, one), "; "), F.lit(")")
     )
