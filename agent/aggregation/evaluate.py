@@ -1,8 +1,8 @@
 """One evaluation: snapshots and evaluation times in, candidates, coverage and gauges out.
 
 This is the code path shared by the streaming job (one micro-batch, its
-history included) and replay (a whole recording at once): build the tables,
-compute rates, run every detector, and bring back (in a single Spark job)
+history included) and replay (a whole recording at once): the tables scoped
+to the evaluation times, compute rates, run every detector, and bring back (in a single Spark job)
 the candidate findings, where each rule could judge, and the gauges of the
 newest evaluation of every series.
 
@@ -53,7 +53,15 @@ from agent.aggregation.results import (
     UNSTABLE_RATIO,
     GaugeRow,
 )
-from agent.aggregation.tables import KEYS, SERIES, Tables, build_tables, regrouped
+from agent.aggregation.tables import (
+    AT_EVALUATIONS,
+    KEYS,
+    RECENT,
+    SERIES,
+    Tables,
+    build_tables,
+    regrouped,
+)
 from agent.aggregation.topology_names import subtopology_names, with_subtopology_names
 from agent.aggregation.windows import evaluated, reused, since_first_evaluation
 from agent.config.schema import DetectorsConfig
@@ -72,37 +80,62 @@ def prepare(snapshots: DataFrame) -> DataFrame:
     return reused(regrouped(snapshots).dropDuplicates(list(KEYS)))
 
 
-def evaluate(
+def snapshot_tables(
     snapshots: DataFrame, evaluations: DataFrame, params: DetectorsConfig
-) -> EvaluationResult:
-    """Run every detector at ``evaluations`` (series keys and ``t``) over ``snapshots``.
+) -> Tables:
+    """The tables of ``prepare``d snapshots (replay, tests) for judging ``evaluations``."""
+    return _scoped(build_tables(snapshots), evaluations, params, regroup=False)
 
-    ``snapshots`` should come from ``prepare``; everything cached on the way is
-    released before returning.
+
+def stored_tables(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) -> Tables:
+    """Tables read back from the job's history, partitioned by group again, for judging
+    ``evaluations``."""
+    return _scoped(tables, evaluations, params, regroup=True)
+
+
+def input_leaves(tables: Tables) -> Tables:
+    """Each table as a leaf partitioned by group: the plan template's inputs."""
+    return Tables(**{name: reused(regrouped(df)) for name, df in tables.named().items()})
+
+
+def _scoped(
+    tables: Tables, evaluations: DataFrame, params: DetectorsConfig, *, regroup: bool
+) -> Tables:
+    """Each table reused, the big ones with only the rows the rules read: those at the
+    evaluation times, and the partitions over the look-back (``test_evaluate_scope``
+    checks that it is enough). Done here, in the step that makes each table a leaf, it
+    costs no copy of its own."""
+    evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
+    scoped = {}
+    for name, df in tables.named().items():
+        table = regrouped(df) if regroup else df
+        if name in AT_EVALUATIONS:
+            table = evaluated(table, evaluations)
+        elif name in RECENT:
+            table = since_first_evaluation(table, evaluations, partition_look_back(params))
+        scoped[name] = reused(table)
+    return Tables(**scoped)
+
+
+def evaluate(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) -> EvaluationResult:
+    """Run every detector at ``evaluations`` (series keys and ``t``) over ``tables``.
+
+    ``tables`` come from ``snapshot_tables`` or ``stored_tables`` for the same
+    ``evaluations``; everything cached on the way is released before returning.
     """
-    spark = snapshots.sparkSession
+    spark = evaluations.sparkSession
     try:
-        results = evaluation_frame(snapshots, evaluations, params)
+        results = evaluation_frame(tables, evaluations, params)
         rows = results.collect()
     finally:
         spark.catalog.clearCache()
     return collected(rows)
 
 
-def evaluation_frame(
-    snapshots: DataFrame, evaluations: DataFrame, params: DetectorsConfig
-) -> DataFrame:
+def evaluation_frame(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) -> DataFrame:
     """Everything an evaluation returns, as one DataFrame (one Spark job to collect)."""
-    # Partitioned like the snapshots, so no join or aggregate with them shuffles it again.
+    # Partitioned like the tables, so no join or aggregate with them shuffles it again.
     evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
-    at_evaluations = evaluated(snapshots, evaluations)
-    tables = _reused_tables(
-        build_tables(
-            snapshots,
-            recent=since_first_evaluation(snapshots, evaluations, partition_look_back(params)),
-            at_evaluations=at_evaluations,
-        )
-    )
     rates = compute_rates(tables, evaluations, params.evaluation_window)
     ctx = Context(tables=tables, rates=rates, evaluations=evaluations, params=params)
     restore = restore_results(ctx)
@@ -126,7 +159,7 @@ def evaluation_frame(
     ]
     # Named per rule: a rule's rows stay partitioned by group, so joining them with the
     # names shuffles nothing (a union of them would lose that partitioning).
-    names = subtopology_names(at_evaluations)
+    names = subtopology_names(tables.subtopologies)
     frames = [
         _as_result(
             d.candidates if d.cluster_level else with_subtopology_names(d.candidates, names),
@@ -159,10 +192,6 @@ def partition_look_back(params: DetectorsConfig) -> float:
     evaluation window; restore_stalled's commit progress over the stall time plus one
     window. (``test_evaluate_scope`` checks the newest poll alone judges as a replay does.)"""
     return max(params.evaluation_window, params.progress_stall_after + params.evaluation_window)
-
-
-def _reused_tables(tables: Tables) -> Tables:
-    return Tables(**{name: reused(df) for name, df in tables.__dict__.items()})
 
 
 _RESULT_COLUMNS: dict[str, str] = {

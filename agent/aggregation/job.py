@@ -4,8 +4,9 @@ A Structured Streaming query reads snapshots (the snapshot topic or a spool
 directory) and hands each micro-batch to ``foreachBatch``. There, per batch id:
 
 1. the batch's snapshots are parsed; bad ones are counted and set aside;
-2. the good ones join the recent history (Parquet under the checkpoint
-   directory, written under the batch id: a re-run overwrites itself);
+2. the good ones join the recent history as the tables the detectors read
+   (Parquet under the checkpoint directory, written under the batch id: a
+   re-run overwrites itself);
 3. every detector runs over the history at the batch's new poll times
    (``evaluate``, the path replay uses too, through the plan the job built
    once at start: ``template``);
@@ -35,7 +36,7 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from agent.aggregation.evaluate import evaluate, prepare
+from agent.aggregation.evaluate import evaluate, partition_look_back, stored_tables
 from agent.aggregation.exposition import JobCollector
 from agent.aggregation.findings_topic import (
     FindingsPublisher,
@@ -45,11 +46,12 @@ from agent.aggregation.findings_topic import (
 from agent.aggregation.history import History
 from agent.aggregation.hysteresis import HysteresisState, advance
 from agent.aggregation.kafka_package import kafka_source_jars
-from agent.aggregation.parse import parse_snapshots, take_inventory
+from agent.aggregation.parse import KEY_COLUMNS, Inventory, parse_snapshots, take_inventory
 from agent.aggregation.quarantine import write_quarantined
 from agent.aggregation.session import spark_session
 from agent.aggregation.source import kafka_stream, spool_stream
 from agent.aggregation.state import JobState
+from agent.aggregation.tables import AT_EVALUATIONS, RECENT, build_tables
 from agent.aggregation.template import (
     EvaluationTemplate,
     evaluation_template,
@@ -325,9 +327,7 @@ class AggregationJob:
                 newest[cluster] = max(newest.get(cluster, t), t)
             newest_t = max(newest.values(), default=0.0)
             horizon = newest_t - self.params.history_retention
-            if inventory.snapshots:
-                batch_newest = max(t for *_, t in inventory.snapshots)
-                self.history.append(parsed.parsed, batch_id, batch_newest)
+            self._store(parsed.parsed, inventory, batch_id)
         finally:
             batch.unpersist()
 
@@ -346,12 +346,15 @@ class AggregationJob:
             # see the full look-back of its oldest evaluation.
             oldest = min(key[3] for key in to_evaluate)
             read_from = min(horizon, oldest - self.params.history_retention)
-            snapshots = prepare(self.history.read(batch_id, read_from))
+            since = dict.fromkeys(AT_EVALUATIONS, oldest)
+            since.update(dict.fromkeys(RECENT, oldest - partition_look_back(self.params)))
             evaluations = evaluation_times(self.spark, to_evaluate)
+            stored = self.history.read(batch_id, read_from, since)
+            tables = stored_tables(stored, evaluations, self.params)
             if self._template is not None:
-                result = self._template.evaluate(snapshots, evaluations)
+                result = self._template.evaluate(tables, evaluations)
             else:
-                result = evaluate(snapshots, evaluations, self.params)
+                result = evaluate(tables, evaluations, self.params)
             state, events = advance(
                 state,
                 result.candidates,
@@ -385,6 +388,21 @@ class AggregationJob:
             events,
             (read - started, evaluated - read, finished - evaluated),
         )
+
+    def _store(self, parsed: DataFrame, inventory: Inventory, batch_id: int) -> None:
+        """The batch's snapshots into the history as tables, each snapshot once: a
+        snapshot delivered twice (in this batch, or stored by an earlier one) is not
+        stored again."""
+        earlier = self.history.stored_before(batch_id)
+        fresh = [key for key in inventory.snapshots if key not in earlier]
+        if not fresh:
+            return
+        if len(fresh) < len(inventory.snapshots):
+            keys = evaluation_times(self.spark, fresh)
+            parsed = parsed.join(keys, list(KEY_COLUMNS), "left_semi")
+        if inventory.accepted > len(inventory.snapshots):
+            parsed = parsed.dropDuplicates(list(KEY_COLUMNS))
+        self.history.append(build_tables(parsed), batch_id, fresh)
 
     def _publish(self, record: BatchRecord) -> None:
         if self.publisher is None or record.batch_id <= self.ledger.published_through():

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from agent.aggregation.schema import CORRUPT_COLUMN, snapshot_parse_schema, snapshot_schema
 from agent.model.snapshot import SCHEMA_VERSION
@@ -23,6 +24,19 @@ QUARANTINE_REASONS = (MALFORMED, FUTURE_VERSION)
 
 # The columns every parsed row carries next to the snapshot struct ``s``.
 KEY_COLUMNS = ("cluster", "group", "agent", "t")
+
+
+def parsed_schema() -> T.StructType:
+    """The columns of ``Parsed.parsed``: the keys, then the snapshot as ``s``."""
+    return T.StructType(
+        [
+            T.StructField("cluster", T.StringType()),
+            T.StructField("group", T.StringType()),
+            T.StructField("agent", T.StringType()),
+            T.StructField("t", T.DoubleType()),
+            T.StructField("s", snapshot_schema()),
+        ]
+    )
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from agent.aggregation.evaluate import evaluate, prepare
+from agent.aggregation.evaluate import evaluate, prepare, snapshot_tables
 from agent.aggregation.hysteresis import HysteresisState, advance
 from agent.aggregation.parse import parse_snapshots, take_inventory
 from agent.aggregation.quarantine import write_quarantined
@@ -45,7 +45,8 @@ def replay(
     if inventory.quarantined and quarantine_dir is not None:
         sample = write_quarantined(parsed.quarantined, quarantine_dir, "replay")
     snapshots = prepare(parsed.parsed)
-    result = evaluate(snapshots, snapshots.select(*KEYS), params)
+    evaluations = snapshots.select(*KEYS)
+    result = evaluate(snapshot_tables(snapshots, evaluations, params), evaluations, params)
     state, events = advance(
         HysteresisState(),
         result.candidates,

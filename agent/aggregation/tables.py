@@ -10,10 +10,12 @@ Missing fields from older agents arrive as null and are read with defaults
 here (empty lists, zero sizes).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
+
+from agent.aggregation.parse import parsed_schema
 
 SERIES = ("cluster", "group", "agent")
 KEYS = (*SERIES, "t")
@@ -35,6 +37,23 @@ class Tables:
     sidecar_updaters: DataFrame
     # One row per persistent store per task directory a sidecar read, per snapshot.
     sidecar_stores: DataFrame
+    # One row per sub-topology the snapshot knows (a KIP-1071 broker's or a configured
+    # topology description): what names the sub-topology of a task in findings.
+    subtopologies: DataFrame
+
+    def named(self) -> dict[str, DataFrame]:
+        """Every table by its name, in field order (the order the history and the plan
+        template keep them in)."""
+        return {name: getattr(self, name) for name in TABLE_NAMES}
+
+
+TABLE_NAMES = tuple(f.name for f in fields(Tables))
+
+# The rules read these only at evaluation times, and the partitions only over
+# ``evaluate.partition_look_back``: the evaluation scopes them so (a micro-batch reads a
+# long history of the small tables, and the big ones only near the polls it judges).
+AT_EVALUATIONS = ("units", "offset_sums", "changelogs", "subtopologies")
+RECENT = ("partitions",)
 
 
 def _keys() -> list[Column]:
@@ -45,32 +64,23 @@ def _array(column: str) -> Column:
     return F.coalesce(F.col(column), F.array())
 
 
-def build_tables(
-    snapshots: DataFrame,
-    *,
-    recent: DataFrame | None = None,
-    at_evaluations: DataFrame | None = None,
-) -> Tables:
+def build_tables(snapshots: DataFrame) -> Tables:
     """``snapshots``: rows of ``parse.parse_snapshots`` (cluster, group, agent, t, s).
 
-    The big tables, a row per partition, task or changelog partition of every
-    snapshot, are read by the detectors only at evaluation times (units,
-    offset sums, changelogs) or over a short look-back (partitions). Built from
-    ``at_evaluations`` and ``recent``, subsets of ``snapshots``, they stay
-    small in a streaming micro-batch, which evaluates the newest polls against
-    a history of twenty minutes (docs/benchmarks.md has the time it saves).
-    Left out, every table is built from ``snapshots``.
+    Every table is a function of one snapshot at a time (selects and explodes,
+    no look-back), so the streaming job builds them once, when a snapshot
+    arrives, and keeps them in its history (``history``) instead of the
+    snapshots: a micro-batch then reads flat rows, not twenty minutes of nested
+    snapshots to take apart again (docs/benchmarks.md has what it saves).
     """
-    recent = snapshots if recent is None else recent
-    at_evaluations = snapshots if at_evaluations is None else at_evaluations
     return Tables(
         groups=_groups(snapshots),
         members=_members(snapshots),
-        units=_units(at_evaluations),
-        offset_sums=_offset_sums(at_evaluations),
-        partitions=_partitions(recent),
+        units=_units(snapshots),
+        offset_sums=_offset_sums(snapshots),
+        partitions=_partitions(snapshots),
         topics=_topics(snapshots),
-        changelogs=_changelogs(at_evaluations),
+        changelogs=_changelogs(snapshots),
         sidecars=_sidecars(snapshots),
         sidecar_threads=_sidecar_rows(snapshots, "threads").select(
             *_keys(),
@@ -96,6 +106,26 @@ def build_tables(
             F.col("x.restore_records_rate").alias("restore_rate"),
         ),
         sidecar_stores=_sidecar_stores(snapshots),
+        subtopologies=_subtopologies(snapshots),
+    )
+
+
+def empty_tables(spark: SparkSession) -> Tables:
+    """Tables without rows, with the columns and types of real ones."""
+    return build_tables(spark.createDataFrame([], parsed_schema()))
+
+
+def _subtopologies(snapshots: DataFrame) -> DataFrame:
+    return snapshots.select(*_keys(), F.explode(_array("s.subtopologies")).alias("x")).select(
+        *_keys(),
+        F.col("x.subtopology_id").alias("subtopology_id"),
+        F.coalesce(F.col("x.origin"), F.lit("broker")).alias("origin"),
+        F.concat(
+            F.coalesce(F.col("x.source_topics"), F.array()),
+            F.coalesce(F.col("x.repartition_source_topics"), F.array()),
+        ).alias("reads"),
+        F.coalesce(F.col("x.state_stores"), F.array()).alias("stores"),
+        F.coalesce(F.col("x.processors"), F.array()).alias("processors"),
     )
 
 

@@ -27,9 +27,14 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
 
-from agent.aggregation.evaluate import EvaluationResult, collected, evaluation_frame, prepare
-from agent.aggregation.history import history_schema
+from agent.aggregation.evaluate import (
+    EvaluationResult,
+    collected,
+    evaluation_frame,
+    input_leaves,
+)
 from agent.aggregation.parse import KEY_COLUMNS
+from agent.aggregation.tables import Tables, empty_tables
 from agent.aggregation.windows import recording_stages, reused
 from agent.config.schema import DetectorsConfig
 
@@ -64,10 +69,10 @@ class EvaluationTemplate:
         try:
             with recording_stages(stand_in) as recorded:
                 # The inputs first: their leaves are what each binding replaces.
-                snapshots = prepare(spark.createDataFrame([], history_schema()))
+                tables = input_leaves(empty_tables(spark))
                 evaluations = evaluation_input(spark.createDataFrame([], EVALUATION_SCHEMA))
                 inputs = len(recorded)
-                final = evaluation_frame(snapshots, evaluations, params)
+                final = evaluation_frame(tables, evaluations, params)
             stages = recorded[inputs:]
             self._java = helper(
                 [leaf._jdf for _plan, leaf in recorded[:inputs]],
@@ -80,11 +85,12 @@ class EvaluationTemplate:
         self.spark = spark
         self.stages = len(stages)
 
-    def evaluate(self, snapshots: DataFrame, evaluations: DataFrame) -> EvaluationResult:
-        """As ``evaluate.evaluate``: ``snapshots`` from ``prepare``, ``evaluations`` with
-        the series keys and ``t``."""
+    def evaluate(self, tables: Tables, evaluations: DataFrame) -> EvaluationResult:
+        """As ``evaluate.evaluate``: ``tables`` from ``stored_tables`` or
+        ``snapshot_tables``, ``evaluations`` with the series keys and ``t``."""
+        inputs = [df._jdf for df in tables.named().values()]
         try:
-            bound = self._java.bind([snapshots._jdf, evaluation_input(evaluations)._jdf])
+            bound = self._java.bind([*inputs, evaluation_input(evaluations)._jdf])
             rows = ClassicDataFrame(bound, self.spark).collect()
         finally:
             self.spark.catalog.clearCache()

@@ -18,25 +18,18 @@ from agent.aggregation.tables import KEYS
 _TASK_IN_EVIDENCE = r'"(\d+)_\d+"'
 
 
-def subtopology_names(snapshots: DataFrame) -> DataFrame:
-    """Per snapshot (KEYS), a map from sub-topology id to what names it."""
-    rows = snapshots.select(
-        *KEYS, F.explode(F.coalesce(F.col("s.subtopologies"), F.array())).alias("x")
-    )
+def subtopology_names(subtopologies: DataFrame) -> DataFrame:
+    """Per snapshot (KEYS), a map from sub-topology id to what names it
+    (``subtopologies``: the table of that name)."""
     info = F.struct(
-        F.col("x.subtopology_id").alias("id"),
-        F.coalesce(F.col("x.origin"), F.lit("broker")).alias("origin"),
-        F.concat(
-            F.coalesce(F.col("x.source_topics"), F.array()),
-            F.coalesce(F.col("x.repartition_source_topics"), F.array()),
-        ).alias("reads"),
-        F.coalesce(F.col("x.state_stores"), F.array()).alias("stores"),
-        F.coalesce(F.col("x.processors"), F.array()).alias("processors"),
+        F.col("subtopology_id").alias("id"),
+        "origin",
+        "reads",
+        "stores",
+        "processors",
     )
-    return rows.groupBy(*KEYS).agg(
-        F.map_from_entries(F.collect_list(F.struct(F.col("x.subtopology_id"), info))).alias(
-            "_names"
-        )
+    return subtopologies.groupBy(*KEYS).agg(
+        F.map_from_entries(F.collect_list(F.struct(F.col("subtopology_id"), info))).alias("_names")
     )
 
 

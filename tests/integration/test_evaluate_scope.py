@@ -14,10 +14,10 @@ from typing import TypeVar
 import pytest
 from pyspark.sql import DataFrame, SparkSession
 
-from agent.aggregation.evaluate import EvaluationResult, evaluate
+from agent.aggregation.evaluate import EvaluationResult, evaluate, snapshot_tables
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.results import GaugeRow
-from agent.aggregation.tables import KEYS
+from agent.aggregation.tables import KEYS, Tables
 from agent.config.schema import DetectorsConfig
 
 pytestmark = pytest.mark.integration
@@ -27,8 +27,10 @@ Judged = TypeVar("Judged", Candidate, Coverage)
 
 
 @pytest.fixture(scope="module")
-def every_poll(recorded_snapshots: DataFrame, recorded_params: DetectorsConfig) -> EvaluationResult:
-    return evaluate(recorded_snapshots, recorded_snapshots.select(*KEYS), recorded_params)
+def every_poll(
+    recorded_snapshots: DataFrame, recorded_tables: Tables, recorded_params: DetectorsConfig
+) -> EvaluationResult:
+    return evaluate(recorded_tables, recorded_snapshots.select(*KEYS), recorded_params)
 
 
 def _chosen_polls(result: EvaluationResult, recorded_snapshots: DataFrame) -> set[Key]:
@@ -53,8 +55,11 @@ def test_a_poll_judged_alone_gets_the_verdict_a_replay_gives_it(
     kinds = {c.kind for c in every_poll.candidates}
     assert len(kinds) >= 4, f"the recordings should make most rules hold somewhere: {kinds}"
 
+    evaluations = spark.createDataFrame(sorted(chosen), list(KEYS))
     alone = evaluate(
-        recorded_snapshots, spark.createDataFrame(sorted(chosen), list(KEYS)), recorded_params
+        snapshot_tables(recorded_snapshots, evaluations, recorded_params),
+        evaluations,
+        recorded_params,
     )
 
     assert _in_order(alone.candidates) == _in_order(_at(every_poll.candidates, chosen))

@@ -13,8 +13,13 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from agent.aggregation.evaluate import EvaluationResult, evaluate, evaluation_frame
-from agent.aggregation.tables import KEYS, SERIES
+from agent.aggregation.evaluate import (
+    EvaluationResult,
+    evaluate,
+    evaluation_frame,
+    snapshot_tables,
+)
+from agent.aggregation.tables import KEYS, SERIES, Tables
 from agent.aggregation.template import EvaluationTemplate, evaluation_input, evaluation_template
 from agent.aggregation.windows import recording_stages
 from agent.config.schema import DetectorsConfig
@@ -30,10 +35,13 @@ def template(spark: SparkSession, recorded_params: DetectorsConfig) -> Evaluatio
 
 
 def test_the_plan_built_once_judges_every_poll_as_the_plan_built_for_it(
-    recorded_snapshots: DataFrame, recorded_params: DetectorsConfig, template: EvaluationTemplate
+    recorded_snapshots: DataFrame,
+    recorded_tables: Tables,
+    recorded_params: DetectorsConfig,
+    template: EvaluationTemplate,
 ) -> None:
-    built_now = evaluate(recorded_snapshots, recorded_snapshots.select(*KEYS), recorded_params)
-    bound = template.evaluate(recorded_snapshots, recorded_snapshots.select(*KEYS))
+    built_now = evaluate(recorded_tables, recorded_snapshots.select(*KEYS), recorded_params)
+    bound = template.evaluate(recorded_tables, recorded_snapshots.select(*KEYS))
 
     kinds = {c.kind for c in built_now.candidates}
     assert len(kinds) >= 4, f"the recordings should make most rules hold somewhere: {kinds}"
@@ -45,6 +53,7 @@ def test_the_plan_built_once_judges_every_poll_as_the_plan_built_for_it(
 def test_each_binding_judges_its_own_polls(
     spark: SparkSession,
     recorded_snapshots: DataFrame,
+    recorded_tables: Tables,
     recorded_params: DetectorsConfig,
     template: EvaluationTemplate,
 ) -> None:
@@ -56,38 +65,45 @@ def test_each_binding_judges_its_own_polls(
     # Early polls: most rules cannot judge yet, so what is judged differs from the last.
     early = spark.createDataFrame([(*r[:3], r["first"] + 60.0) for r in rows], list(KEYS))
 
-    at_last = _judged(template.evaluate(recorded_snapshots, last))
-    at_early = _judged(template.evaluate(recorded_snapshots, early))
-    again = _judged(template.evaluate(recorded_snapshots, last))
+    def tables(evaluations: DataFrame) -> Tables:
+        return snapshot_tables(recorded_snapshots, evaluations, recorded_params)
+
+    at_last = _judged(template.evaluate(tables(last), last))
+    at_early = _judged(template.evaluate(tables(early), early))
+    again = _judged(template.evaluate(tables(last), last))
 
     assert at_last != at_early
-    assert at_last == _judged(evaluate(recorded_snapshots, last, recorded_params)) == again
-    assert at_early == _judged(evaluate(recorded_snapshots, early, recorded_params))
+    assert at_last == _judged(evaluate(tables(last), last, recorded_params)) == again
+    assert at_early == _judged(evaluate(tables(early), early, recorded_params))
 
 
 def test_bound_plans_shuffle_nothing_past_the_evaluation_times(
     spark: SparkSession,
     recorded_snapshots: DataFrame,
+    recorded_tables: Tables,
     recorded_params: DetectorsConfig,
     template: EvaluationTemplate,
 ) -> None:
-    """The snapshots come partitioned by (cluster, group) and every stage keeps that,
+    """The tables come partitioned by (cluster, group) and every stage keeps that,
     bound or built now: a leaf whose partitioning or size is lost makes the operators
     above it shuffle (79 exchanges, 170 Spark stages per evaluation, when it happened)."""
     evaluations = recorded_snapshots.select(*KEYS)
     plans = template._java.physicalPlans(
-        [recorded_snapshots._jdf, evaluation_input(evaluations)._jdf]
+        [
+            *(df._jdf for df in recorded_tables.named().values()),
+            evaluation_input(evaluations)._jdf,
+        ]
     )
     bound = [_exchanges(str(plan)) for plan in plans]
 
     with recording_stages() as stages:
-        final = evaluation_frame(recorded_snapshots, evaluations, recorded_params)
+        final = evaluation_frame(recorded_tables, evaluations, recorded_params)
     built_now = [_exchanges(str(df._jdf.queryExecution().executedPlan())) for df, _ in stages]
     built_now.append(_exchanges(str(final._jdf.queryExecution().executedPlan())))
 
     assert len(bound) == template.stages + 1 == len(built_now)
     # Stage 0 partitions the evaluation times like the recorded_snapshots: a bound input is a leaf
-    # of its own, while these, taken from the recorded_snapshots, already are.
+    # of its own, while these, taken from the recorded snapshots, already are.
     assert bound[1:] == built_now[1:] == [0] * template.stages
 
 

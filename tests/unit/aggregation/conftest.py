@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 from pyspark.sql import SparkSession
 
-from agent.aggregation.evaluate import EvaluationResult, evaluate, prepare
+from agent.aggregation.evaluate import EvaluationResult, evaluate, prepare, snapshot_tables
 from agent.aggregation.hysteresis import Candidate, Coverage
 from agent.aggregation.parse import parse_snapshots
 from agent.aggregation.tables import KEYS
@@ -58,7 +58,8 @@ def run_cases(spark: SparkSession, cases: list[Case], params: DetectorsConfig) -
     rows = [(s.to_json().decode(), c.name) for c in cases for s in c.snapshots]
     parsed = parse_snapshots(spark.createDataFrame(rows, ["value", "origin"]))
     snapshots = prepare(parsed.parsed)
-    result = evaluate(snapshots, snapshots.select(*KEYS), params)
+    evaluations = snapshots.select(*KEYS)
+    result = evaluate(snapshot_tables(snapshots, evaluations, params), evaluations, params)
     by_group: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in result.candidates:
         by_group[candidate.group].append(candidate)
