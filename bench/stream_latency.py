@@ -9,8 +9,10 @@ spool directory) while ``ksmon aggregate`` (its own process, local[2], the
 default trigger of 10 s and default detector windows) reads it.
 
 The job's look-back is the longest detector window plus one evaluation
-window (11 minutes with the defaults), so the run lasts that long before
-measuring: the batches measured are those whose history was full. Per
+window (21 minutes with the defaults since ``loop_window`` is read twice
+over); the default fill of 11 minutes measures batches whose history is
+about half full. ``micro_batch.py`` measures a batch against a full history
+without waiting for it. Per
 micro-batch the job logs its duration (the same number it serves as
 ``ksmon_job_batch_duration_seconds``); the bench also scrapes the job's
 /metrics every half second and reports, per poll, the time from shipping

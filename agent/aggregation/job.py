@@ -220,9 +220,7 @@ class AggregationJob:
         restored = self.ledger.latest_before(2**62)
         if restored is not None:
             self.state.restored(restored.state.open, restored.newest)
-        # Before the first batch, so no batch pays for building the evaluation's plan.
-        with self._lock:
-            self._template = evaluation_template(self.spark, self.params)
+        self.build_plan()
         if self.publisher is not None:
             # Now, so `ksmon findings` finds the topic before the first finding; a cluster
             # away at start is no reason to stop: each batch tries again before publishing.
@@ -238,6 +236,12 @@ class AggregationJob:
             self.directory,
             self.aggregation.listen,
         )
+
+    def build_plan(self) -> None:
+        """Build the evaluation's plan once (``template``): before the first batch, so no
+        batch pays for it."""
+        with self._lock:
+            self._template = evaluation_template(self.spark, self.params)
 
     def start_query(self) -> None:
         """(Re)start the streaming query from its checkpoint: after a failed micro-batch,
@@ -291,6 +295,11 @@ class AggregationJob:
             self.server.stop()
 
     # -- one micro-batch ----------------------------------------------------------------
+
+    def process_batch(self, batch: DataFrame, batch_id: int) -> None:
+        """One micro-batch (``value``, ``origin`` rows), as the streaming query hands it
+        over; public for benchmarks that feed batches without a query."""
+        self._on_batch(batch, batch_id)
 
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         with self._lock:
