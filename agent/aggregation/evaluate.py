@@ -1,13 +1,14 @@
-"""One evaluation: snapshots and evaluation times in, candidates, coverage and gauges out.
+"""One evaluation: tables and evaluation times in, candidates, coverage and gauges out.
 
 This is the code path shared by the streaming job (one micro-batch, its
-history included) and replay (a whole recording at once): the tables scoped
-to the evaluation times, compute rates, run every detector, and bring back (in a single Spark job)
-the candidate findings, where each rule could judge, and the gauges of the
-newest evaluation of every series.
+history included) and replay (a whole recording at once): take the tables
+(of recorded snapshots, or from the job's history) scoped to the evaluation
+times, compute rates, run every detector, and bring back (in a single Spark
+job) the candidate findings, where each rule could judge, and the gauges of
+the newest evaluation of every series.
 
 Spark settings matter more than data size here: the tables are small and
-the plans many-branched, so the snapshots are hash-partitioned by (cluster,
+the plans many-branched, so each is hash-partitioned by (cluster,
 group) once and every later join, window and aggregate (all keyed by
 cluster and group) reuses that partitioning instead of shuffling; see
 ``session.SMALL_DATA_CONF``.
