@@ -37,13 +37,22 @@ def _store(history: History, batch_id: int, snapshots: DataFrame) -> None:
     history.append(build_tables(snapshots), batch_id, _keys(snapshots))
 
 
+def _stored_in_two_batches(
+    spark: SparkSession, snapshots: DataFrame, directory: Path
+) -> tuple[History, DataFrame, float]:
+    """A history of ``snapshots``: the earlier half as batch 0, the later as batch 1.
+    Returns it, the earlier half, and the first poll time of the later one."""
+    history = History(spark, directory)
+    first, second, middle = _split(snapshots)
+    _store(history, 0, first)
+    _store(history, 1, second)
+    return history, first, middle
+
+
 def test_the_history_gives_back_the_tables_of_its_snapshots(
     spark: SparkSession, recorded_snapshots: DataFrame, tmp_path: Path
 ) -> None:
-    history = History(spark, tmp_path)
-    first, second, _ = _split(recorded_snapshots)
-    _store(history, 0, first)
-    _store(history, 1, second)
+    history, _first, _middle = _stored_in_two_batches(spark, recorded_snapshots, tmp_path)
 
     stored = history.read(1, float("-inf"), {}).named()
     expected = build_tables(recorded_snapshots).named()
@@ -58,10 +67,7 @@ def test_the_history_gives_back_the_tables_of_its_snapshots(
 def test_each_table_is_read_from_its_own_horizon_and_up_to_the_batch(
     spark: SparkSession, recorded_snapshots: DataFrame, tmp_path: Path
 ) -> None:
-    history = History(spark, tmp_path)
-    first, second, middle = _split(recorded_snapshots)
-    _store(history, 0, first)
-    _store(history, 1, second)
+    history, first, middle = _stored_in_two_batches(spark, recorded_snapshots, tmp_path)
 
     tables = history.read(1, float("-inf"), {"partitions": middle})
     assert _min_t(build_tables(first).partitions) < middle, "both halves should have partitions"
