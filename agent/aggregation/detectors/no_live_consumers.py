@@ -9,8 +9,9 @@ A group that is Empty at every poll while its generation climbs is not
 stopped: its members join and leave again between polls. Seen live (bench/
 detection_latency.py): one stream thread overrunning ``max.poll.interval.ms``
 re-joins after its buffered records, minutes later, and is out again within
-seconds, so a 10 s poll never sees it. ``rebalance_loop`` cannot count what it
-never sees Stable; the explanation here says what is going on instead.
+seconds, so a 10 s poll never sees it. The explanation here says what is going
+on; ``rebalance_loop`` opens beside it once the generations between Empty
+polls reach its count of rebalances.
 """
 
 from pyspark.sql import Column, Window

@@ -13,6 +13,14 @@ window, unless that is legitimate churn. An Empty group is not rebalancing:
 a group whose offsets are committed with no member (a batch job, a stopped
 app) is Empty all along, and that is ``no_live_consumers``' business, not a
 loop (the 200-group soak, bench/soak.py, found 180 such groups flagged).
+But an Empty group whose exact generation rose between two polls that both
+saw it Empty had members join and leave again in between, unseen: a lone
+stream thread overrunning ``max.poll.interval.ms`` (seen live in
+bench/detection_latency.py: out of the group within seconds of each re-join,
+so no 10 s poll ever saw it Stable) or a crash loop. Such a group is judged
+at its Empty polls too: the events count there when the window holds at
+least one rebalance between Empty polls, and a group that stays Empty with
+its generation still closes the finding once its window is quiet.
 Legitimate churn:
 
 * KIP-441 probing rebalances: the assignment before announced a next
@@ -41,7 +49,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from agent.aggregation.candidates import Context, Detection, candidates, rounded, when_stable
+from agent.aggregation.candidates import Context, Detection, candidates, rounded
 from agent.aggregation.tables import KEYS
 from agent.aggregation.windows import (
     by_series,
@@ -117,12 +125,22 @@ def rebalance_events(ctx: Context) -> DataFrame:
         .otherwise(F.lit(0))
     )
     stable_members = F.when(F.col("stable"), F.col("member_ids"))
+    stayed_empty = (F.col("state") == "Empty") & (before("state") == "Empty")
     marked = (
         g.withColumn(
             "series_start", F.min("t").over(order.rowsBetween(Window.unboundedPreceding, 0))
         )
         .withColumn("exact_events", exact)
         .withColumn("events", F.coalesce(F.col("exact_events"), inferred))
+        .withColumn("stayed_empty", F.coalesce(stayed_empty, F.lit(False)))
+        # Members that joined and left between two polls that saw none: only the exact
+        # generations tell of them.
+        .withColumn(
+            "unseen_events",
+            F.when(F.col("stayed_empty"), F.coalesce(F.col("exact_events"), F.lit(0))).otherwise(
+                F.lit(0)
+            ),
+        )
         .withColumn("members_before", F.last(stable_members, ignorenulls=True).over(previous))
         .withColumn(
             "probe_announced",
@@ -258,6 +276,7 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         evaluated(
             events.withColumn("events_in_window", F.sum("events").over(window))
             .withColumn("probing_in_window", F.sum("probing_events").over(window))
+            .withColumn("unseen_in_window", F.sum("unseen_events").over(window))
             .withColumn("formation_in_window", F.sum("formation_events").over(window))
             .withColumn("unstable_in_window", F.sum("unstable_seconds").over(window))
             .withColumn(
@@ -306,8 +325,10 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         )
     )
     # Mid-rebalance the members that explain it are not visible yet (a newcomer comes
-    # undecoded): the rebalances are counted when the group is Stable again.
-    too_many = F.col("stable") & (F.col("unexplained") >= p.loop_events)
+    # undecoded): the rebalances are counted when the group is Stable again, or while it
+    # stays Empty once members were seen to come and go between its Empty polls.
+    churning_unseen = F.col("stayed_empty") & (F.col("unseen_in_window") > 0)
+    too_many = (F.col("stable") | churning_unseen) & (F.col("unexplained") >= p.loop_events)
     too_unstable = (F.col("unstable_beyond_formation") >= p.loop_unstable_ratio) & ~F.col(
         "legitimate_churn"
     )
@@ -327,6 +348,13 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         .when(
             F.exists("rejoins", lambda r: r["old_member_lingered"]) | (F.size("transients") > 0),
             F.lit("members leave and come back: a crash loop"),
+        )
+        .when(
+            F.col("unseen_in_window") > 0,
+            F.lit(
+                "members join and leave again between polls: processing longer than "
+                "max.poll.interval.ms, or instances crash-looping"
+            ),
         )
         .otherwise(F.lit("unknown"))
     )
@@ -351,6 +379,7 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
             F.col("formation_in_window").alias("group_forming_rebalances"),
             F.col("churn_explained").alias("explained_by_membership_changes"),
             F.col("unexplained").alias("unexplained_rebalances"),
+            F.col("unseen_in_window").alias("rebalances_between_empty_polls"),
             F.col("changes").alias("member_changes"),
             rounded("unstable_ratio").alias("unstable_ratio"),
             F.lit(p.loop_window).alias("window_seconds"),
@@ -370,7 +399,8 @@ def rebalance_results(ctx: Context) -> RebalanceResults:
         F.col("events_in_window").cast("double").alias("events"),
         F.col("unstable_ratio").cast("double").alias("unstable_ratio"),
     )
-    # Judged when Stable, or when it holds (too unstable): a long rebalance neither
-    # opens nor closes a finding by itself.
-    judged_at = when_stable(ctx.tables, ctx.evaluations)
+    # Judged when Stable, when it stayed Empty for a poll interval (no member hidden
+    # mid-join), or when it holds (too unstable): a long rebalance neither opens nor
+    # closes a finding by itself.
+    judged_at = judged.where(F.col("stable") | F.col("stayed_empty")).select(*KEYS)
     return RebalanceResults(Detection(KIND, found, judged_at), counts)

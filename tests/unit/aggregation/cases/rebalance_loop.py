@@ -101,6 +101,22 @@ def _lone_member_poll_timeouts(s: float) -> Poll:
     return Poll(members=[_thread("pA", 1, k)], generation=2 * k + 1)
 
 
+def _rejoins_between_polls(s: float) -> Poll:
+    # Seen live (bench/detection_latency.py): a one-thread application overruns
+    # max.poll.interval.ms from 60 s on. Put out of the group, its thread goes on through
+    # the records it had fetched, re-joins minutes later and is out again within seconds:
+    # every 10 s poll sees the group Empty, its generation rising by two every 120 s.
+    if s < 60:
+        return Poll(members=[_thread("pA")], generation=8)
+    return Poll("Empty", [], 9 + 2 * int((s - 60) // 120))
+
+
+def _loop_then_stopped(s: float) -> Poll:
+    # The same loop until the application is stopped at 300 s: Empty since, its
+    # generation still.
+    return _rejoins_between_polls(min(s, 299))
+
+
 def _probing(s: float) -> Poll:
     # KIP-441: a warm-up is pending, so every assignment announces the next (probing)
     # rebalance; the members never change.
@@ -202,6 +218,18 @@ def _members_gone(s: float) -> Poll:
     return Poll(members=[_thread("pA")], generation=6)
 
 
+def _members_gone_one_by_one(s: float) -> Poll:
+    # An application with four threads stopped at 300 s; without leave-on-close each
+    # member times out on its own, 10 s apart: four generations, the group rebalancing
+    # between them, then Empty for good.
+    threads = [_thread("pA", i) for i in (1, 2, 3, 4)]
+    if s < 350:
+        return Poll(members=threads, generation=5)
+    if s < 390:
+        return Poll("PreparingRebalance", _undecoded("x"), 6 + int((s - 350) // 10))
+    return Poll("Empty", [], 9)
+
+
 def _exact_events(s: float) -> Poll:
     # The agent reads __consumer_offsets: one generation change per minute, all between polls.
     return Poll(members=[_thread("pA"), _thread("pB")], rebalances=1 if s % 60 == 0 and s else 0)
@@ -285,6 +313,40 @@ CASES = [
         expect=[Expect("warning")],
         at=T0 + 580,
         check=_check_cause("max.poll.interval.ms"),
+    ),
+    Case(
+        "loop-rejoins-between-polls",
+        "Empty at every poll for nine minutes while the generation climbs: the thread "
+        "re-joined and left again between polls four times (one rebalance each way), "
+        "never seen Stable, and nothing explains eight rebalances",
+        KIND,
+        _history("loop-rejoins-between-polls", _rejoins_between_polls, step=10),
+        expect=[Expect("warning")],
+        at=T0 + 600,
+        check=_check_cause("between polls"),
+    ),
+    Case(
+        "loop-rejoins-between-polls-once",
+        "the same application 130 s after the fault: it left, and re-joined and left once "
+        "between two Empty polls; three rebalances are no loop yet",
+        KIND,
+        _history("loop-rejoins-between-polls-once", _rejoins_between_polls, step=10),
+        at=T0 + 190,
+    ),
+    Case(
+        "loop-stopped-after-rejoins",
+        "a loop between polls until the application was stopped: Empty and the generation "
+        "still for the whole window since, nothing to count",
+        KIND,
+        _history("loop-stopped-after-rejoins", _loop_then_stopped, step=10, until=920),
+    ),
+    Case(
+        "loop-members-gone-one-by-one",
+        "four threads time out one after the other while the app is stopped (four "
+        "generations, the group never Stable in between) and the group stays Empty: no "
+        "member came and went between two Empty polls, so no loop",
+        KIND,
+        _history("loop-members-gone-one-by-one", _members_gone_one_by_one, step=10),
     ),
     Case(
         "loop-probing",
