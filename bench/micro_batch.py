@@ -5,7 +5,7 @@ snapshotted every 10 s. ``stream_latency.py`` measures it end to end through
 a real topic, but its history fills in real time (21 minutes with the
 default windows) before a batch is steady. This bench fills the job's
 history directly, as the job stores it (each poll's snapshots taken apart
-into the detectors' tables, six polls per stored batch), then hands the job
+into the detectors' tables, six polls per stored batch unless told), then hands the job
 one poll per micro-batch through the code the streaming query calls
 (``AggregationJob.process_batch``: parse, store, evaluate through the plan
 built once, hysteresis, the batch's state file). Same fleet as the other
@@ -83,6 +83,12 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
         default=1,
         help="polls each measured batch carries (a job behind by k polls reads k at once)",
     )
+    parser.add_argument(
+        "--fill-polls-per-batch",
+        type=int,
+        default=FILL_POLLS_PER_BATCH,
+        help="polls per stored batch of the history (a job that keeps up stores one or two)",
+    )
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     args = parser.parse_args()
 
@@ -139,9 +145,9 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
 
         started = time.monotonic()
         batch_id = 0
-        for first in range(0, fill, FILL_POLLS_PER_BATCH):
+        for first in range(0, fill, args.fill_polls_per_batch):
             parsed = parse_snapshots(
-                poll_frame(files[first : min(fill, first + FILL_POLLS_PER_BATCH)])
+                poll_frame(files[first : min(fill, first + args.fill_polls_per_batch)])
             )
             keys = take_inventory(parsed).snapshots
             job.history.append(build_tables(parsed.parsed), batch_id, keys)
@@ -168,6 +174,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                     "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
                     "history_polls": fill,
                     "polls_per_batch": args.polls_per_batch,
+                    "history_batches": batch_id - len(durations),
                     "plan_built_s": round(plan_s, 1),
                     "history_filled_s": round(fill_s, 1),
                     "first_batch_s": round(durations[0], 1),

@@ -185,7 +185,16 @@ def evaluation_frame(tables: Tables, evaluations: DataFrame, params: DetectorsCo
     combined = frames[0]
     for frame in frames[1:]:
         combined = combined.unionByName(frame)
-    return combined
+    # The union has a partition per partition of each of its 27 inputs, and every task
+    # of its stage deserialises the whole stage's plan, the tails of all 13 rules: for a
+    # few polls that was 156 tasks of about 120 ms of deserialising each, most of the
+    # micro-batch (docs/benchmarks.md, "The final stage's tasks"). As many tasks as the
+    # rules have partitions run the same work with one deserialisation each.
+    return combined.coalesce(_partitions(combined))
+
+
+def _partitions(frame: DataFrame) -> int:
+    return int(frame.sparkSession.conf.get("spark.sql.shuffle.partitions") or "1")
 
 
 def partition_look_back(params: DetectorsConfig) -> float:
