@@ -20,7 +20,6 @@ detector windows, no findings topic.
 import argparse
 import json
 import logging
-import os
 import statistics
 import tempfile
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 
 import yaml
 from fleet import POLL_SECONDS, FleetShape, write_recording
+from procfs import proc_status_kb
 
 T0 = 1_767_225_600.0  # event time of the first poll: 2026-01-01T00:00:00Z
 FILL_POLLS_PER_BATCH = 6
@@ -45,29 +45,6 @@ class BatchLog(logging.Handler):
         if str(record.msg).startswith("micro-batch %d: %d snapshots") and isinstance(args, tuple):
             total, reading, evaluating, publishing = (float(a) for a in args[4:8])  # type: ignore[arg-type]
             self.phases[int(args[0])] = (total, reading, evaluating, publishing)  # type: ignore[call-overload]
-
-
-def vm_hwm_mb(pid: int) -> int | None:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) // 1024
-    except OSError:
-        return None
-    return None
-
-
-def jvm_pid() -> int | None:
-    """Spark's driver JVM: the child of this process that runs SparkSubmit."""
-    for proc in Path("/proc").iterdir():
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-            stat = (proc / "stat").read_text().split()
-        except OSError:
-            continue
-        if b"SparkSubmit" in cmdline and int(stat[3]) == os.getpid():
-            return int(proc.name)
-    return None
 
 
 def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure, report
@@ -166,7 +143,10 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                 flush=True,
             )
             batch_id += 1
-        pid = jvm_pid()
+        # spark-submit execs the JVM: the gateway's process is the Spark driver.
+        gateway = spark.sparkContext._gateway
+        assert gateway is not None
+        jvm_peak_mb = proc_status_kb(gateway.proc.pid, "VmHWM") // 1024
         steady = durations[1:] or durations
         print(
             json.dumps(
@@ -181,7 +161,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                     "steady_p50_s": round(statistics.median(steady), 1),
                     "steady_max_s": round(max(steady), 1),
                     "open_findings": len(job.state.view().open_findings),
-                    "jvm_peak_rss_mb": vm_hwm_mb(pid) if pid else None,
+                    "jvm_peak_rss_mb": jvm_peak_mb,
                 }
             )
         )

@@ -33,15 +33,9 @@ from collections import Counter
 from pathlib import Path
 
 from fleet import FleetShape, write_recording
+from procfs import proc_status_kb
 
 T0 = 1_767_225_600.0  # 2026-01-01T00:00:00Z
-
-
-def proc_status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise KeyError(key)
 
 
 def measure(data: Path, master: str, shuffle_partitions: int, runs: int) -> dict[str, object]:

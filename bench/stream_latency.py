@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import yaml
 from fleet import POLL_SECONDS, FleetShape, write_recording
+from procfs import proc_status_kb
 
 T0 = 1_767_225_600.0  # event time of the first poll: 2026-01-01T00:00:00Z
 GROUP_ID = re.compile(rb'"group_id":"([^"]+)"')
@@ -62,13 +63,6 @@ class Batch(NamedTuple):
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def proc_status_kb(pid: int, key: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
-    raise KeyError(key)
 
 
 def peak_kb(pid: int) -> tuple[str, int | None]:

@@ -106,7 +106,7 @@ def _scoped(
     evaluation times, and the partitions over the look-back (``test_evaluate_scope``
     checks that it is enough). Done here, in the step that makes each table a leaf, it
     costs no copy of its own."""
-    evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
+    evaluations = _regrouped_keys(evaluations)
     scoped = {}
     for name, df in tables.named().items():
         table = regrouped(df) if regroup else df
@@ -116,6 +116,12 @@ def _scoped(
             table = since_first_evaluation(table, evaluations, partition_look_back(params))
         scoped[name] = reused(table)
     return Tables(**scoped)
+
+
+def _regrouped_keys(evaluations: DataFrame) -> DataFrame:
+    """The evaluation keys, once each, partitioned like the tables: no join or aggregate
+    with them shuffles them again."""
+    return reused(regrouped(evaluations.select(*KEYS)).distinct())
 
 
 def evaluate(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) -> EvaluationResult:
@@ -135,8 +141,7 @@ def evaluate(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) ->
 
 def evaluation_frame(tables: Tables, evaluations: DataFrame, params: DetectorsConfig) -> DataFrame:
     """Everything an evaluation returns, as one DataFrame (one Spark job to collect)."""
-    # Partitioned like the tables, so no join or aggregate with them shuffles it again.
-    evaluations = reused(regrouped(evaluations.select(*KEYS)).distinct())
+    evaluations = _regrouped_keys(evaluations)
     rates = compute_rates(tables, evaluations, params.evaluation_window)
     ctx = Context(tables=tables, rates=rates, evaluations=evaluations, params=params)
     restore = restore_results(ctx)
