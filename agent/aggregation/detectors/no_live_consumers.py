@@ -12,12 +12,20 @@ re-joins after its buffered records, minutes later, and is out again within
 seconds, so a 10 s poll never sees it. The explanation here says what is going
 on; ``rebalance_loop`` opens beside it once the generations between Empty
 polls reach its count of rebalances.
+
+Judged at every poll except one that sees the group Empty for less than
+``thread_death_grace``: there it cannot yet tell a member's brief re-join from
+consumers gone. Judging it would close the finding of a looping group at its
+first poll that catches a member (the evaluation window after the rule last
+held comes before the grace is over again), and open it anew one grace
+later: seen live, a critical alert that fired twice for one outage.
 """
 
 from pyspark.sql import Column, Window
 from pyspark.sql import functions as F
 
-from agent.aggregation.candidates import Context, Detection, candidates, everywhere
+from agent.aggregation.candidates import Context, Detection, candidates
+from agent.aggregation.tables import KEYS
 from agent.aggregation.windows import by_series, evaluated, looking_back, with_run_start
 
 KIND = "no_live_consumers"
@@ -52,9 +60,13 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
         # group again once its last re-join is older than ``thread_history``.
         .withColumn("rising", F.col("generation_now") > F.min(generation).over(history))
     )
-    holds = evaluated(judged, ctx.evaluations).where(
+    at_evaluations = evaluated(judged, ctx.evaluations)
+    empty_within_grace = (F.col("member_count") == 0) & (
+        F.col("t") - F.col("count_since") < p.thread_death_grace
+    )
+    holds = at_evaluations.where(
         (F.col("member_count") == 0)
-        & (F.col("t") - F.col("count_since") >= p.thread_death_grace)
+        & ~empty_within_grace
         & (F.col("members_last_seen").isNotNull() | _rejoining())
         & (F.col("lag_growth") > 0)
     )
@@ -98,7 +110,8 @@ def detect_no_live_consumers(ctx: Context) -> Detection:
             F.col("rejoins").alias("rebalances_while_empty"),
         ),
     )
-    return Detection(KIND, found, everywhere(ctx.evaluations))
+    coverage = at_evaluations.where(~F.coalesce(empty_within_grace, F.lit(False))).select(*KEYS)
+    return Detection(KIND, found, coverage)
 
 
 def _rejoining() -> Column:

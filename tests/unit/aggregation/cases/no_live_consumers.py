@@ -16,15 +16,18 @@ def _history(
     rate: float,
     generation: Callable[[float], int | None] = lambda s: None,
     until: float = 180,
+    seen_again_at: tuple[float, ...] = (),
 ) -> list[Snapshot]:
     """Polls every 10 s for ``until`` seconds; one member until ``members_until`` (s after
-    T0); the committed offset stops when the member goes; the topic grows at ``rate``;
-    the group's generation at each poll from ``generation`` (s after T0)."""
+    T0), and at the polls ``seen_again_at``; the committed offset stops when the member
+    first goes; the topic grows at ``rate``; the group's generation at each poll from
+    ``generation`` (s after T0)."""
     snapshots = []
     for t in times(0, until, 10):
-        alive = members_until is not None and t - T0 < members_until
+        consuming = members_until is not None and t - T0 < members_until
+        alive = consuming or t - T0 in seen_again_at
         end = 1000 + round(rate * (t - T0))
-        committed = end if alive else 1000 + round(rate * (members_until or 0))
+        committed = end if consuming else 1000 + round(rate * (members_until or 0))
         snapshots.append(
             snapshot(
                 group,
@@ -128,5 +131,19 @@ CASES = [
             generation=lambda s: 5 + 2 * int(min(s, 120) // 60),
             until=900,
         ),
+    ),
+    Case(
+        "nolive-member-seen-once",
+        "gone since 100 s, one poll (200 s) catches a looping member that re-joined, Empty "
+        "again since 210 s: at 300 s the grace (60 s) is over again and the lag grows",
+        KIND,
+        _history(
+            "nolive-member-seen-once",
+            members_until=100,
+            rate=20.0,
+            until=300,
+            seen_again_at=(200,),
+        ),
+        expect=[Expect("critical")],
     ),
 ]
