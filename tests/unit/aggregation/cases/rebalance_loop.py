@@ -111,6 +111,18 @@ def _rejoins_between_polls(s: float) -> Poll:
     return Poll("Empty", [], 9 + 2 * int((s - 60) // 120))
 
 
+def _loop_after_a_deploy(s: float) -> Poll:
+    # Seen live: the loop comes with a restart (a new version, a new config). The thread
+    # is replaced at 100 s (one member change, which explains a rolling restart's
+    # rebalances), then overruns max.poll.interval.ms: Empty at every poll from 110 s,
+    # re-joining and leaving again between polls every minute.
+    if s < 100:
+        return Poll(members=[_thread("pA", 1, "old")], generation=2)
+    if s < 110:
+        return Poll(members=[_thread("pA", 1, "new")], generation=4)
+    return Poll("Empty", [], 5 + 2 * int((s - 110) // 60))
+
+
 def _loop_then_stopped(s: float) -> Poll:
     # The same loop until the application is stopped at 300 s: Empty since, its
     # generation still.
@@ -323,6 +335,17 @@ CASES = [
         _history("loop-rejoins-between-polls", _rejoins_between_polls, step=10),
         expect=[Expect("warning")],
         at=T0 + 600,
+        check=_check_cause("between polls"),
+    ),
+    Case(
+        "loop-after-a-deploy",
+        "the restart at 100 s replaced the thread once, then seven rebalances by 240 s, four "
+        "of them between Empty polls: a member change the Stable polls saw cannot explain "
+        "members that came and went unseen (before, the restart explained six and the loop "
+        "was found only once it left the window)",
+        KIND,
+        _history("loop-after-a-deploy", _loop_after_a_deploy, step=10, until=240),
+        expect=[Expect("warning")],
         check=_check_cause("between polls"),
     ),
     Case(
