@@ -66,6 +66,12 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
         default=FILL_POLLS_PER_BATCH,
         help="polls per stored batch of the history (a job that keeps up stores one or two)",
     )
+    parser.add_argument(
+        "--judged-polls-per-batch",
+        type=int,
+        default=0,
+        help="the job's aggregation.judged_polls_per_batch (0: every poll)",
+    )
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     args = parser.parse_args()
 
@@ -87,6 +93,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             "sink": {"type": "spool", "spool": {"directory": str(work / "spool")}},
             "aggregation": {
                 "checkpoint_dir": str(work / "checkpoint"),
+                "judged_polls_per_batch": args.judged_polls_per_batch,
                 "input": {"spool": {"directory": str(work / "spool")}},
                 "findings": {"publish": False},
                 "spark": {"master": "local[2]"},
@@ -154,6 +161,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                     "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
                     "history_polls": fill,
                     "polls_per_batch": args.polls_per_batch,
+                    "judged_polls_per_batch": args.judged_polls_per_batch,
                     "history_batches": batch_id - len(durations),
                     "plan_built_s": round(plan_s, 1),
                     "history_filled_s": round(fill_s, 1),

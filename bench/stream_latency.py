@@ -97,7 +97,7 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def config_document(
-    bootstrap: str, work: Path, port: int, input_type: str, partitions: int
+    bootstrap: str, work: Path, port: int, input_type: str, partitions: int, *, judged: int
 ) -> dict[str, object]:
     sink: dict[str, object] = (
         {"type": "kafka", "kafka": {"topic": "bench.snapshots", "partitions": partitions}}
@@ -107,6 +107,7 @@ def config_document(
     aggregation: dict[str, object] = {
         "listen": f"127.0.0.1:{port}",
         "checkpoint_dir": str(work / "checkpoint"),
+        "judged_polls_per_batch": judged,
         "findings": {"topic": "bench.findings", "partitions": 1},
         "spark": {"master": "local[2]"},
     }
@@ -134,6 +135,12 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
     parser.add_argument("--measure-minutes", type=float, default=5)
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     parser.add_argument("--work", type=Path, help="keep the job's log and checkpoints here")
+    parser.add_argument(
+        "--judged-polls-per-batch",
+        type=int,
+        default=0,
+        help="the job's aggregation.judged_polls_per_batch (0: every poll)",
+    )
     args = parser.parse_args()
 
     from agent.config import parse_config
@@ -161,7 +168,14 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
         job: subprocess.Popen[str] | None = None
         try:
             port = free_port()
-            document = config_document(kafka.bootstrap_servers, work, port, args.input, 6)
+            document = config_document(
+                kafka.bootstrap_servers,
+                work,
+                port,
+                args.input,
+                6,
+                judged=args.judged_polls_per_batch,
+            )
             text = yaml.safe_dump(document, sort_keys=False)
             (work / "ksmon.yaml").write_text(text)
             config = parse_config(text, str(work / "ksmon.yaml"), {})

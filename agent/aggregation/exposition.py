@@ -233,8 +233,14 @@ def _health(view: JobView) -> Iterator[Metric]:
         "Snapshots older than the look-back when they arrived: kept out of the evaluation.",
     )
     late.add_metric([], view.snapshots_late)
+    not_judged = CounterMetricFamily(
+        "ksmon_job_snapshots_not_judged",
+        "Snapshots kept for the look-back but not judged: older than the newest "
+        "aggregation.judged_polls_per_batch polls of their group in a micro-batch.",
+    )
+    not_judged.add_metric([], view.snapshots_not_judged)
     errors = CounterMetricFamily(
         "ksmon_job_batch_errors", "Micro-batches that failed (the job keeps running)."
     )
     errors.add_metric([], view.batch_errors)
-    yield from (last, duration, newest, processed, quarantined, late, errors)
+    yield from (last, duration, newest, processed, quarantined, late, not_judged, errors)

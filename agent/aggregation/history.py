@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from agent.aggregation.parse import SnapshotKey
 from agent.aggregation.tables import TABLE_NAMES, Tables, empty_tables
 
 log = logging.getLogger(__name__)
@@ -35,8 +36,6 @@ log = logging.getLogger(__name__)
 # Written into every note; batches without it (an older ksmon kept whole snapshots) are
 # not read, and go at the next trim.
 LAYOUT = 2
-
-SnapshotKey = tuple[str, str, str, float]
 
 
 @dataclass(frozen=True)

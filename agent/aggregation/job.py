@@ -9,7 +9,8 @@ directory) and hands each micro-batch to ``foreachBatch``. There, per batch id:
    re-run overwrites itself);
 3. every detector runs over the history at the batch's new poll times
    (``evaluate``, the path replay uses too, through the plan the job built
-   once at start: ``template``);
+   once at start: ``template``), or at the newest few of each group's when
+   ``judged_polls_per_batch`` says so (``judging``);
 4. hysteresis turns candidates into open/update/close events, and the new
    state and the events are written to ``state/batch-<id>.json`` (atomic);
 5. the events go to the findings topic, then ``published.json`` records it;
@@ -45,6 +46,7 @@ from agent.aggregation.findings_topic import (
 )
 from agent.aggregation.history import History
 from agent.aggregation.hysteresis import HysteresisState, advance
+from agent.aggregation.judging import snapshots_to_judge
 from agent.aggregation.kafka_package import kafka_source_jars
 from agent.aggregation.parse import KEY_COLUMNS, Inventory, parse_snapshots, take_inventory
 from agent.aggregation.quarantine import write_quarantined
@@ -341,13 +343,13 @@ class AggregationJob:
             batch.unpersist()
 
         read = self.clock()
-        until = state.last_evaluated()
-        to_evaluate = [
-            key
-            for key in inventory.snapshots
-            if key[3] >= horizon and key[3] > until.get(key[:3], float("-inf"))
-        ]
-        late = sum(1 for key in inventory.snapshots if key[3] < horizon)
+        judging = snapshots_to_judge(
+            inventory.snapshots,
+            horizon=horizon,
+            evaluated_until=state.last_evaluated(),
+            newest_per_series=self.aggregation.judged_polls_per_batch,
+        )
+        to_evaluate = judging.judged
         result = None
         if to_evaluate:
             # Each evaluation looks back from its own time: a batch spanning more event
@@ -387,15 +389,17 @@ class AggregationJob:
             events=events,
             processed=inventory.accepted,
             quarantined=inventory.quarantined,
-            late=late,
+            late=judging.late,
+            not_judged=judging.skipped,
             newest=newest,
         )
         _log_batch(
             batch_id,
-            inventory.accepted,
-            len(to_evaluate),
             events,
             (read - started, evaluated - read, finished - evaluated),
+            snapshots=inventory.accepted,
+            evaluated=len(to_evaluate),
+            skipped=judging.skipped,
         )
 
     def _store(self, parsed: DataFrame, inventory: Inventory, batch_id: int) -> None:
@@ -458,10 +462,12 @@ class AggregationJob:
 
 def _log_batch(
     batch_id: int,
-    snapshots: int,
-    evaluated: int,
     events: list[FindingEvent],
     phases: tuple[float, float, float],
+    *,
+    snapshots: int,
+    evaluated: int,
+    skipped: int,
 ) -> None:
     for event in events:
         f = event.finding
@@ -477,11 +483,12 @@ def _log_batch(
         )
     log.info(
         "micro-batch %d: %d snapshots, %d evaluated, %d events, %.1fs "
-        "(reading %.1fs, evaluating %.1fs, publishing %.1fs)",
+        "(reading %.1fs, evaluating %.1fs, publishing %.1fs)%s",
         batch_id,
         snapshots,
         evaluated,
         len(events),
         sum(phases),
         *phases,
+        f"; {skipped} older polls not judged (judged_polls_per_batch)" if skipped else "",
     )

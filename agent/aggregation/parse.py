@@ -24,6 +24,8 @@ QUARANTINE_REASONS = (MALFORMED, FUTURE_VERSION)
 
 # The columns every parsed row carries next to the snapshot struct ``s``.
 KEY_COLUMNS = ("cluster", "group", "agent", "t")
+# One snapshot's key: cluster, group, agent, poll time.
+SnapshotKey = tuple[str, str, str, float]
 
 
 def parsed_schema() -> T.StructType:
@@ -51,7 +53,7 @@ class Parsed:
 class Inventory:
     """What one batch of input held: the snapshots by series and time, and the rejects."""
 
-    snapshots: list[tuple[str, str, str, float]]  # distinct (cluster, group, agent, t)
+    snapshots: list[SnapshotKey]  # distinct
     accepted: int  # snapshot records, duplicates included
     quarantined: dict[str, int]  # reason -> records
 
@@ -99,7 +101,7 @@ def parse_snapshots(raw: DataFrame) -> Parsed:
 def take_inventory(parsed: Parsed) -> Inventory:
     """One small Spark job: which snapshots arrived, and how many were set aside why."""
     rows = parsed.classified.groupBy(*parsed.classified.columns).count().collect()
-    snapshots: list[tuple[str, str, str, float]] = []
+    snapshots: list[SnapshotKey] = []
     accepted = 0
     quarantined: dict[str, int] = {}
     for row in rows:

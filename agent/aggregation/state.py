@@ -22,6 +22,7 @@ class JobView:
     snapshots_processed: int = 0
     snapshots_quarantined: Counter[str] = field(default_factory=Counter)
     snapshots_late: int = 0
+    snapshots_not_judged: int = 0
     batch_errors: int = 0
     last_batch_at: float | None = None
     last_batch_seconds: float | None = None
@@ -62,6 +63,7 @@ class JobState:
         processed: int,
         quarantined: dict[str, int],
         late: int,
+        not_judged: int,
         newest: dict[str, float],
     ) -> None:
         with self._lock:
@@ -79,6 +81,7 @@ class JobState:
                 snapshots_processed=v.snapshots_processed + processed,
                 snapshots_quarantined=v.snapshots_quarantined + Counter(quarantined),
                 snapshots_late=v.snapshots_late + late,
+                snapshots_not_judged=v.snapshots_not_judged + not_judged,
                 last_batch_at=at,
                 last_batch_seconds=seconds,
                 newest_snapshot=tuple(sorted(newest.items())),

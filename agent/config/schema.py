@@ -341,6 +341,9 @@ class AggregationConfig:
     # and quarantined snapshots. None: ``<state dir>/aggregate``.
     checkpoint_dir: Path | None = None
     trigger_interval: float = 10.0
+    # Judge at most this many of the newest polls of each group per micro-batch (0:
+    # all); the others still join the history (agent/aggregation/judging.py).
+    judged_polls_per_batch: int = 0
     input: InputConfig = InputConfig()
     findings: FindingsConfig | None = None  # the loader always fills it
     spark: SparkConfig = SparkConfig()

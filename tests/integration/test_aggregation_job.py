@@ -17,7 +17,8 @@ from agent.aggregation.commands import open_findings
 from agent.aggregation.findings_topic import read_events
 from agent.aggregation.job import AggregationJob
 from agent.aggregation.replay import replay
-from agent.config import kafka_client_settings
+from agent.aggregation.state import JobView
+from agent.config import Config, kafka_client_settings
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.ports import free_port
@@ -179,54 +180,100 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
     assert {e.finding.kind for e in published} == {"hot_partitions_colocated", "rebalance_loop"}
 
 
-def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
-    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
-) -> None:
-    # One micro-batch brings 5 minutes of polls (a job catching up). Of those, it evaluates
-    # the last 130 s (its retention: the 2-minute thread history and a 10 s window); the
-    # oldest of those evaluations looks back 2 minutes, to pB leaving the group.
-    group = "long-batch-instance-gone"
+# Short look-backs, so a batch of five minutes of polls spans more than the retention.
+LONG_BATCH_DETECTORS: dict[str, object] = {
+    "evaluation_window": "10s",
+    "thread_history": "2m",
+    "thread_death_grace": "30s",
+    "loop_window": "1m",
+    "progress_stall_after": "1m",
+    "restore_stall_after": "1m",
+    "idle_members_after": "1m",
+    "budget_hold": "1m",
+    "tasks_per_thread_lag_window": "1m",
+}
+
+
+def _one_long_batch(
+    kafka: EmbeddedKafka,
+    spark: SparkSession,
+    tmp_path: Path,
+    group: str,
+    *,
+    b_gone_at: float,
+    judged: int = 0,
+) -> tuple[Config, JobView]:
+    """Five minutes of polls (0-300 s) in one micro-batch: instance pB in the group until
+    ``b_gone_at`` s, pA throughout. Returns the config and the job's view after it."""
     snapshots = [
         snapshot(
             group,
             t,
             members=[
                 streams_member("pA", 1),
-                *([streams_member("pB", 1)] if t - T0 < 100 else []),
+                *([streams_member("pB", 1)] if t - T0 < b_gone_at else []),
             ],
             partitions=[partition("in", 0, end=1000)],
         )
         for t in times(0, 300, 10)
     ]
     write_spool(tmp_path / "spool", [snapshots])
-    detectors: dict[str, object] = {
-        "evaluation_window": "10s",
-        "thread_history": "2m",
-        "thread_death_grace": "30s",
-        "loop_window": "1m",
-        "progress_stall_after": "1m",
-        "restore_stall_after": "1m",
-        "idle_members_after": "1m",
-        "budget_hold": "1m",
-        "tasks_per_thread_lag_window": "1m",
-    }
     config = job_config(
         kafka,
         tmp_path,
         findings_topic=unique_name("findings"),
         spool=tmp_path / "spool",
-        detectors=detectors,
+        detectors=LONG_BATCH_DETECTORS,
+        judged_polls_per_batch=judged,
     )
     assert config.aggregation.detectors.history_retention == 130
-    run_job_until_caught_up(config, spark)
+    job = AggregationJob(config, spark)
+    job.start()
+    try:
+        job.process_available()
+        view = job.state.view()
+    finally:
+        job.stop()
+    return config, view
+
+
+def _opened_threads_dead(config: Config) -> list[tuple[str, str | None, float, float]]:
     findings = config.aggregation.findings
     assert findings is not None
-    opened = [
-        (e.finding.kind, e.finding.subject.process, e.at)
+    return [
+        (e.finding.kind, e.finding.subject.process, e.at, e.finding.since)
         for e in read_events(kafka_client_settings(config.cluster("local")), findings.topic)
         if e.event == "open" and e.finding.kind == "stream_threads_dead"
     ]
-    assert opened == [("stream_threads_dead", "pB", T0 + 170)], "pB left at 90 s, 80 s before"
+
+
+def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    # One micro-batch brings 5 minutes of polls (a job catching up). Of those, it evaluates
+    # the last 130 s (its retention: the 2-minute thread history and a 10 s window); the
+    # oldest of those evaluations looks back 2 minutes, to pB leaving the group.
+    config, view = _one_long_batch(
+        kafka, spark, tmp_path, "long-batch-instance-gone", b_gone_at=100
+    )
+    assert _opened_threads_dead(config) == [("stream_threads_dead", "pB", T0 + 170, T0 + 90)], (
+        "pB, last seen at 90 s, 80 s before"
+    )
+    assert (view.snapshots_late, view.snapshots_not_judged) == (17, 0)  # 0-160 s: late
+
+
+def test_a_job_judging_only_the_newest_polls_still_looks_back_over_every_poll(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    # judged_polls_per_batch 3: of the 14 polls within the retention (170-300 s) the batch
+    # judges 280, 290 and 300 s. pB, last seen at 220 s, has been gone for the 30 s grace
+    # at 250 s: judging every poll opens the finding there (checked by hand); judging the
+    # newest three, at 280 s, with its start (220 s) still read from the polls it skipped.
+    config, view = _one_long_batch(
+        kafka, spark, tmp_path, "capped-batch-instance-gone", b_gone_at=230, judged=3
+    )
+    assert _opened_threads_dead(config) == [("stream_threads_dead", "pB", T0 + 280, T0 + 220)]
+    assert (view.snapshots_late, view.snapshots_not_judged) == (17, 11)
 
 
 def test_a_job_whose_findings_cluster_is_away_at_start_starts_and_serves_metrics(

@@ -559,6 +559,11 @@ SEC = (
             id="one task per thread",
         ),
         pytest.param(
+            MINIMAL + "aggregation:\n  judged_polls_per_batch: -1\n",
+            "aggregation.judged_polls_per_batch: must be at least 0, got -1",
+            id="fewer than no polls judged",
+        ),
+        pytest.param(
             # Regression: the message had no line, only a character position.
             MINIMAL + "agent:\n  id: 'a\x00b'\n",
             "test.yaml:5:9: invalid YAML: character U+0000 is not allowed",

@@ -96,6 +96,7 @@ def render() -> str:
         processed=42,
         quarantined={"malformed": 1},
         late=0,
+        not_judged=3,
         newest={"prod": 1_700_000_060.0},
     )
     state.batch_failed()
