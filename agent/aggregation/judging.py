@@ -2,9 +2,10 @@
 
 Every snapshot of a batch joins the history, so every look-back sees it. Judging
 is another matter: each judged poll is one more evaluation in the batch's Spark
-job (about 5 s per poll of 20,000 partitions on two cores, docs/benchmarks.md),
+job (about 3 s per poll of 20,000 partitions on two cores, docs/benchmarks.md),
 so a job that has fallen behind and judges every poll it reads takes longer per
-batch, reads more polls the next time, and never catches up.
+batch and reads more polls the next time: it stays further behind, and never
+catches up where judging a poll takes longer than the poll interval.
 ``aggregation.judged_polls_per_batch`` bounds that: only the newest polls of each
 series (cluster, group, agent) are judged. What that costs: a condition that
 held only at the polls skipped is not reported (a replay of the snapshots judges
