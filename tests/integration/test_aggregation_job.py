@@ -227,14 +227,7 @@ def _one_long_batch(
         judged_polls_per_batch=judged,
     )
     assert config.aggregation.detectors.history_retention == 130
-    job = AggregationJob(config, spark)
-    job.start()
-    try:
-        job.process_available()
-        view = job.state.view()
-    finally:
-        job.stop()
-    return config, view
+    return config, run_job_until_caught_up(config, spark)
 
 
 def _opened_threads_dead(config: Config) -> list[tuple[str, str | None, float, float]]:

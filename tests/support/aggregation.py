@@ -10,6 +10,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from agent.aggregation.job import AggregationJob
+from agent.aggregation.state import JobView
 from agent.config import Config, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
@@ -92,11 +93,13 @@ def active_findings(metrics: str) -> list[dict[str, str]]:
     return found
 
 
-def run_job_until_caught_up(config: Config, spark: SparkSession) -> None:
-    """Start the job in this process, let it process everything available, stop it."""
+def run_job_until_caught_up(config: Config, spark: SparkSession) -> JobView:
+    """Start the job in this process, let it process everything available, stop it;
+    what its /metrics served at the end."""
     job = AggregationJob(config, spark)
     job.start()
     try:
         job.process_available()
+        return job.state.view()
     finally:
         job.stop()
