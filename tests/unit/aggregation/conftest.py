@@ -1,16 +1,17 @@
-"""One evaluation of every detector case through the job's real path (JSON -> parse ->
-tables -> detectors), shared by the detector test modules."""
+"""Every detector case judged through the job's real path, without a JVM: each case's
+snapshots as JSON -> ``facts.decode`` -> ``group.step`` (windows, every rule,
+hysteresis), shared by the detector test modules."""
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
-from pyspark.sql import SparkSession
 
-from agent.aggregation.evaluate import EvaluationResult, evaluate, prepare, snapshot_tables
+from agent.aggregation.facts import Poll, decode
+from agent.aggregation.group import GroupState, step
 from agent.aggregation.hysteresis import Candidate, Coverage
-from agent.aggregation.parse import parse_snapshots
-from agent.aggregation.tables import KEYS
+from agent.aggregation.results import GaugeRow
+from agent.aggregation.rules import CLUSTER_RULES
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import assignment_size_risk as assignment_size
@@ -46,20 +47,36 @@ ALL_CASES: list[Case] = [
 
 
 @dataclass
+class EvaluationResult:
+    candidates: list[Candidate] = field(default_factory=list)
+    coverage: list[Coverage] = field(default_factory=list)
+    gauges: list[GaugeRow] = field(default_factory=list)  # each series' newest poll's
+
+
+@dataclass
 class DetectorResults:
     result: EvaluationResult
     by_group: dict[str, list[Candidate]]
     coverage: dict[str, list[Coverage]]
 
 
-def run_cases(spark: SparkSession, cases: list[Case], params: DetectorsConfig) -> DetectorResults:
+def run_cases(cases: list[Case], params: DetectorsConfig) -> DetectorResults:
     names = [c.name for c in cases]
     assert len(names) == len(set(names)), "every case needs its own group name"
-    rows = [(s.to_json().decode(), c.name) for c in cases for s in c.snapshots]
-    parsed = parse_snapshots(spark.createDataFrame(rows, ["value", "origin"]))
-    snapshots = prepare(parsed.parsed)
-    evaluations = snapshots.select(*KEYS)
-    result = evaluate(snapshot_tables(snapshots, evaluations, params), evaluations, params)
+    groups: dict[tuple[str, str], list[tuple[str, Poll]]] = defaultdict(list)
+    clusters: dict[tuple[str, str], dict[float, Poll]] = defaultdict(dict)
+    for case in cases:
+        for snapshot in case.snapshots:
+            key, poll = decode(snapshot.to_json())
+            groups[(key.cluster, key.group)].append((key.agent, poll))
+            if poll.brokers:
+                clusters[(key.cluster, key.agent)].setdefault(poll.t, poll)
+    result = EvaluationResult()
+    for (cluster, group), polls in groups.items():
+        _judge(result, GroupState(), polls, params, cluster, group)
+    for (cluster, agent), by_time in clusters.items():
+        polls = [(agent, by_time[t]) for t in sorted(by_time)]
+        _judge(result, GroupState(), polls, params, cluster, "", CLUSTER_RULES)
     by_group: dict[str, list[Candidate]] = defaultdict(list)
     for candidate in result.candidates:
         by_group[candidate.group].append(candidate)
@@ -69,13 +86,49 @@ def run_cases(spark: SparkSession, cases: list[Case], params: DetectorsConfig) -
     return DetectorResults(result, by_group, coverage)
 
 
+def _judge(
+    result: EvaluationResult,
+    state: GroupState,
+    polls: list[tuple[str, Poll]],
+    params: DetectorsConfig,
+    cluster: str,
+    group: str,
+    rules: tuple = (),  # type: ignore[type-arg]
+) -> None:
+    outcome = (
+        step(state, polls, params, cluster=cluster, group=group, rules=rules)
+        if rules
+        else step(state, polls, params, cluster=cluster, group=group)
+    )
+    result.candidates += outcome.candidates
+    result.coverage += outcome.coverage
+    newest: dict[str, list[GaugeRow]] = {}
+    for agent, verdict in outcome.verdicts:
+        newest[agent] = [
+            GaugeRow(
+                metric=g.metric,
+                cluster=cluster,
+                group=group,
+                value=g.value,
+                process=g.process,
+                thread=g.thread,
+                task=g.task,
+                topic=g.topic,
+                partition=g.partition,
+                source=g.source,
+            )
+            for g in verdict.gauges
+        ]
+    for rows in newest.values():
+        result.gauges += rows
+
+
 @pytest.fixture(scope="session")
-def detector_results(spark: SparkSession) -> DetectorResults:
+def detector_results() -> DetectorResults:
     # The defaults, with assignment_size_risk's trend turned on (off by default) so its
     # cases judge it: one hour, as a user who enables it would.
     # state_store_footprint's changelog growth likewise, over 20 minutes.
     return run_cases(
-        spark,
         ALL_CASES,
         DetectorsConfig(assignment_growth_window=3600.0, changelog_growth_window=1200.0),
     )

@@ -1,0 +1,118 @@
+"""What every rule takes and returns: the evaluation of one poll, and its judgement.
+
+A rule is a pure function ``judge(ev: Evaluation) -> Judgement``. It reads
+the window of its series (``ev.window``: that agent's polls of the group, up
+to the one judged), the thresholds (``ev.params``) and what other rules
+share (rates and loads, computed once per evaluation), and says:
+
+* ``found``: the subjects its rule holds for now, each with evidence and a
+  one-line explanation (opening and closing findings from that is
+  ``hysteresis``'s job, not the rule's);
+* ``judged``: whether it could judge this poll at all (a rule on stream
+  threads cannot while the group rebalances and members come undecoded):
+  a rule that cannot judge neither holds nor fails, so it never closes a
+  finding by itself;
+* ``gauges``: values for /metrics (restore progress, rebalance counts, ...).
+
+Rules never read a clock, never import pyspark, and sort whatever they list,
+so the same polls always give the same findings (the job relies on it to
+re-run a micro-batch after a crash).
+"""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from functools import cached_property
+
+from agent.aggregation.facts import Poll
+from agent.aggregation.rules.rates import Rates, compute_rates
+from agent.aggregation.window import SeriesWindow
+from agent.config.schema import DetectorsConfig
+from agent.model.findings import FindingSubject
+from agent.model.records import JsonObject
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """The rule holds now for ``subject``."""
+
+    kind: str
+    severity: str
+    subject: FindingSubject
+    explanation: str
+    evidence: JsonObject
+    since: float | None = None  # when the condition began; None: now
+
+
+@dataclass(frozen=True, slots=True)
+class Gauge:
+    """One value for /metrics; labels that do not apply are None."""
+
+    metric: str
+    value: float
+    process: str | None = None
+    thread: int | None = None
+    task: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    source: str | None = None
+    # Several agents may watch a group: a configured value (0) wins over a guess (1).
+    priority: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    kind: str
+    judged: bool
+    found: tuple[Found, ...] = ()
+    gauges: tuple[Gauge, ...] = ()
+
+
+@dataclass
+class Evaluation:
+    """One poll being judged: its series' window, the thresholds, and what rules share."""
+
+    window: SeriesWindow
+    params: DetectorsConfig
+    group: str  # the group id (explanations name it)
+    # Earlier rules' judgements of this same poll, by kind (a rule that must not blame
+    # what another already explains reads them).
+    judged: dict[str, Judgement] = field(default_factory=dict)
+
+    @property
+    def now(self) -> Poll:
+        return self.window.now
+
+    @property
+    def t(self) -> float:
+        return self.window.t
+
+    @cached_property
+    def rates(self) -> Rates:
+        return compute_rates(self.window, self.params.evaluation_window)
+
+
+Rule = Callable[[Evaluation], Judgement]
+
+
+def rounded(value: float | None, digits: int = 3) -> float | None:
+    """A number for evidence, as findings show them: ``digits`` decimals, halves up
+    (2.0005 -> 2.001, not Python's round-half-even on the binary value)."""
+    if value is None or value != value or value in (float("inf"), float("-inf")):  # noqa: PLR0124
+        return value
+    return float(Decimal(repr(value)).quantize(_QUANTUM[digits], ROUND_HALF_UP))
+
+
+_QUANTUM = {d: Decimal(1).scaleb(-d) for d in range(10)}
+
+
+def counted(count: int, singular: str, plural: str | None = None) -> str:
+    """``1 thread``, ``2 threads``."""
+    return f"{count} {singular if count == 1 else (plural or singular + 's')}"
+
+
+def thread_name(process: str | None, thread: int | None, client_id: str) -> str:
+    """``thread 2 of instance <process>`` for a stream thread, else ``member <client id>``."""
+    if process is not None and thread is not None:
+        return f"thread {thread} of instance {process}"
+    return f"member {client_id}"

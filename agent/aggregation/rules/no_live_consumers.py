@@ -1,0 +1,108 @@
+"""no_live_consumers (critical): the group is left with no members and its lag grows.
+
+"Left": it had members within ``thread_history``, and has had none for
+``thread_death_grace`` (a single member re-joining after a poll timeout
+leaves the group empty for a moment). A group nobody has consumed for
+longer is abandoned, not broken, and the agent's lag metrics cover it.
+
+A group that is Empty at every poll while its generation climbs is not
+stopped: its members join and leave again between polls. Seen live (bench/
+detection_latency.py): one stream thread overrunning ``max.poll.interval.ms``
+re-joins after its buffered records, minutes later, and is out again within
+seconds, so a 10 s poll never sees it. The explanation here says what is going
+on; ``rebalance_loop`` opens beside it once the generations between Empty
+polls reach its count of rebalances.
+
+Judged at every poll except one that sees the group Empty for less than
+``thread_death_grace``: there it cannot yet tell a member's brief re-join from
+consumers gone. Judging it would close the finding of a looping group at its
+first poll that catches a member (the evaluation window after the rule last
+held comes before the grace is over again), and open it anew one grace
+later: seen live, a critical alert that fired twice for one outage.
+"""
+
+from collections.abc import Sequence
+
+from agent.aggregation.facts import Poll
+from agent.aggregation.rules.base import Evaluation, Found, Judgement
+from agent.model.findings import FindingSubject
+
+KIND = "no_live_consumers"
+
+
+def _generation(poll: Poll) -> int | None:
+    # Classic groups count generations, KIP-848 groups epochs: either rises per rebalance.
+    return poll.generation if poll.generation is not None else poll.group_epoch
+
+
+def judge(ev: Evaluation) -> Judgement:
+    p, w, now = ev.params, ev.window, ev.now
+    emptied_at = w.run_start(lambda poll: poll.member_count == 0)
+    if now.member_count == 0 and now.t - emptied_at < p.thread_death_grace:
+        return Judgement(KIND, judged=False)
+    recent = w.looking_back(p.evaluation_window)
+    history = w.looking_back(p.thread_history)
+    lag_start = recent[0]
+    lag_growth = now.lag_total - lag_start.lag_total
+    members_last_seen = max((q.t for q in history if q.member_count > 0), default=None)
+    generation_now = _generation(now)
+    rejoins = emptied = None
+    rising = False
+    if generation_now is not None:
+        emptied = _generation_at_last_run_start(w.polls)
+        if emptied is not None:
+            rejoins = max(generation_now - emptied, 0)
+        known = [g for g in map(_generation, history) if g is not None]
+        rising = bool(known) and generation_now > min(known)
+    rejoining = rejoins is not None and rejoins > 0 and rising
+    holds = (
+        now.member_count == 0 and (members_last_seen is not None or rejoining) and lag_growth > 0
+    )
+    if not holds:
+        return Judgement(KIND, judged=True)
+    over = now.t - lag_start.t
+    if rejoining:
+        explanation = (
+            f"group {ev.group} shows no member at any poll for {now.t - emptied_at:.0f} s, yet "
+            f"its generation went from {emptied} to {generation_now} "
+            f"meanwhile, and its lag grew by {lag_growth} records in {over:.0f} s: members "
+            "join and leave again between polls (processing longer than "
+            "max.poll.interval.ms, or instances crash-looping); look at the application's "
+            "logs for poll timeouts and restarts"
+        )
+    else:
+        assert members_last_seen is not None  # noqa: S101 - holds needs one or the other
+        explanation = (
+            f"group {ev.group} has no member any more (the last left "
+            f"{now.t - members_last_seen:.0f} s ago) and its lag grew by {lag_growth} records "
+            f"in {over:.0f} s: nothing consumes it; start the application or find why all its "
+            "instances stopped"
+        )
+    found = Found(
+        KIND,
+        "critical",
+        FindingSubject(),
+        explanation,
+        {
+            "lag_records": now.lag_total,
+            "lag_growth_records": lag_growth,
+            "over_seconds": over,
+            "members_last_seen_at": members_last_seen,
+            "partitions": now.lag_partitions,
+            "group_state": now.state,
+            "rebalances_while_empty": rejoins,
+        },
+    )
+    return Judgement(KIND, judged=True, found=(found,))
+
+
+def _generation_at_last_run_start(polls: Sequence[Poll]) -> int | None:
+    """The generation at the newest poll that began a run of (non-)emptiness and knew its
+    generation: where the group last emptied (or filled)."""
+    for i in range(len(polls) - 1, -1, -1):
+        began = i == 0 or (polls[i].member_count == 0) != (polls[i - 1].member_count == 0)
+        if began:
+            generation = _generation(polls[i])
+            if generation is not None:
+                return generation
+    return None
