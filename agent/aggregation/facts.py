@@ -194,6 +194,7 @@ class Store(NamedTuple):
 class Sidecar(NamedTuple):
     """What the agent next to one instance saw inside its pod."""
 
+    agent: str  # that agent's id (evidence names it)
     process: str | None
     app_up: bool
     client_state: str | None
@@ -508,7 +509,9 @@ def _read(plain: object) -> tuple[SnapshotKey, Poll]:
             _broker(b, i)
             for i, b in enumerate(_list(facts.get("brokers"), "$.cluster_facts.brokers"))
         ),
-        sidecar=None if sidecar is None else _sidecar(_obj(sidecar, "$.sidecar"), members),
+        sidecar=None
+        if sidecar is None
+        else _sidecar(_obj(sidecar, "$.sidecar"), members, key.agent),
         errors=tuple(
             _str(_obj(e, f"$.errors[{i}]").get("stage"), f"$.errors[{i}].stage")
             for i, e in enumerate(_list(s.get("errors"), "$.errors"))
@@ -684,7 +687,7 @@ def _broker(value: object, i: int) -> BrokerLoad:
     )
 
 
-def _sidecar(s: dict[str, Any], members: tuple[Member, ...]) -> Sidecar:
+def _sidecar(s: dict[str, Any], members: tuple[Member, ...], agent: str) -> Sidecar:
     path = "$.sidecar"
     process = _opt_str(s.get("process_id"), f"{path}.process_id")
     own = [m for m in members if process is not None and m.process == process]
@@ -699,6 +702,7 @@ def _sidecar(s: dict[str, Any], members: tuple[Member, ...]) -> Sidecar:
             )
         )
     return Sidecar(
+        agent=agent,
         process=process,
         app_up=_bool(s.get("app_metrics_up"), f"{path}.app_metrics_up"),
         client_state=_opt_str(s.get("client_state"), f"{path}.client_state"),

@@ -1,9 +1,646 @@
-"""restore_stalled: not ported yet (a stub that cannot judge)."""
+"""restore_stalled: a task's state restoration makes no progress.
 
-from agent.aggregation.rules.base import Evaluation, Judgement
+From a sidecar (authoritative, critical): the instance is restoring (a state
+updater has active restoring tasks, or a stream thread sits in
+PARTITIONS_ASSIGNED) and no record was restored for ``restore_stall_after``
+(the task's restored-records total did not move, or, where that total is
+unknown, the state updater's restore rate stayed 0). Remaining records alone
+prove nothing: that metric overshoots and may never reach 0 (KAFKA-20711).
+
+From the broker only (a suspicion, warning): a member holds an active
+stateful task whose reported offset sum is more than
+``acceptable_recovery_lag`` below its changelogs' end offsets, and the task's
+input partitions show no commit for ``progress_stall_after`` while the group
+stays Stable and their lag grows, or, when the member (stream thread)
+commits nothing at all, the lag of its other input partitions grows: a
+restore that blocks the thread's state updater holds the tasks queued
+behind it too, so nothing reaches the restoring task's own input.
+
+Which changelog belongs to which task is not in the group's data. A changelog
+``<app>-<store>-changelog`` belongs to the sub-topology whose tasks read
+``<app>-<store>-repartition`` (a groupBy names its repartition topic after its
+store); the changelogs left over belong to the one stateful sub-topology left
+over (tasks with offset sums), if there is exactly one. Otherwise the mapping
+is unknown and the broker rule stays silent for that task. The changelog
+partition of task ``s_p`` is ``p``.
+
+Restore progress goes to /metrics for every restoring task either way:
+records remaining, the restore rate and the estimated seconds left (from the
+broker, only the remaining records: it sees no rate).
+
+Judged at every poll that sees the group Stable (the broker's view) or comes
+with a sidecar that names its instance.
+"""
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from agent.aggregation.facts import Member, Partition, Poll, Sidecar, Task, Topic, TopicPartition
+from agent.aggregation.results import RESTORE_ETA, RESTORE_RATE, RESTORE_REMAINING
+from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement, rounded
+from agent.model.findings import FindingSubject
 
 KIND = "restore_stalled"
+RUNNING_ACTIVE = -2  # a task offset sum meaning "running active here, caught up"
+BY_NAME = "repartition topic of the same store"
+LEFTOVER = "the only other stateful sub-topology"
+PARTITIONS_ASSIGNED = "PARTITIONS_ASSIGNED"
+
+_Key = tuple[str, int]  # (topic, partition)
 
 
 def judge(ev: Evaluation) -> Judgement:
-    return Judgement(KIND, judged=False)
+    broker_found, broker_gauges = _broker(ev)
+    sidecar_found, sidecar_gauges, sidecar_judged = _sidecar(ev)
+    found = (*broker_found, *sidecar_found)
+    return Judgement(
+        KIND,
+        judged=ev.now.stable or sidecar_judged or bool(found),
+        found=found,
+        gauges=(*broker_gauges, *sidecar_gauges),
+    )
+
+
+def _progress_gauges(
+    process: str | None, task: str | None, source: str, remaining: float, rate: float | None
+) -> list[Gauge]:
+    """Remaining records, the rate, and the seconds left at that rate (when it moves)."""
+
+    def gauge(metric: str, value: float) -> Gauge:
+        return Gauge(metric, value, process=process, task=task, source=source)
+
+    gauges = [gauge(RESTORE_REMAINING, remaining)]
+    if rate is not None:
+        gauges.append(gauge(RESTORE_RATE, rate))
+        if rate > 0:
+            gauges.append(gauge(RESTORE_ETA, remaining / rate))
+    return gauges
+
+
+# -- broker only ------------------------------------------------------------------------
+
+
+class Owned(NamedTuple):
+    """The changelogs one sub-topology owns, and how we know."""
+
+    how: str
+    topics: list[str]
+
+
+def changelog_owners(group: str, poll: Poll) -> dict[str, Owned]:
+    """Sub-topology -> the changelog topics it owns, at ``poll`` (the newest)."""
+    # A changelog without end offsets has no partition to restore: as if not listed.
+    changelogs = list(dict.fromkeys(topic for topic, ends in poll.changelog_ends or () if ends))
+    repartition_of = {
+        topic: repartition
+        for topic in changelogs
+        if (repartition := _repartition_topic(group, topic)) is not None
+    }
+    readers: dict[str, set[str]] = {}  # repartition topic -> the sub-topologies reading it
+    if repartition_of:
+        repartitions = set(repartition_of.values())
+        for m in poll.members:
+            for task in m.active:
+                for tp in task.partitions:
+                    if tp.topic in repartitions:
+                        readers.setdefault(tp.topic, set()).add(task.subtopology)
+    owners: dict[str, Owned] = {}
+    unclaimed = []
+    for topic in changelogs:
+        repartition = repartition_of.get(topic)
+        subtopologies = sorted(readers.get(repartition, ())) if repartition else []
+        for subtopology in subtopologies:
+            owners.setdefault(subtopology, Owned(BY_NAME, [])).topics.append(topic)
+        if not subtopologies:
+            unclaimed.append(topic)
+    if unclaimed:
+        # The threads of one instance report the same offset sums: each list once.
+        reported = {m.offset_sums for m in poll.members}
+        stateful = {task.split("_", 1)[0] for sums in reported for task, _ in sums}
+        leftover = stateful - owners.keys()
+        if len(leftover) == 1:
+            owners[leftover.pop()] = Owned(LEFTOVER, unclaimed)
+    return owners
+
+
+def _repartition_topic(group: str, changelog: str) -> str | None:
+    """``<group>-<store>-changelog`` -> ``<group>-<store>-repartition``."""
+    prefix, suffix = f"{group}-", "-changelog"
+    if not (changelog.startswith(prefix) and changelog.endswith(suffix)):
+        return None
+    store = changelog[len(prefix) : len(changelog) - len(suffix)]
+    return f"{prefix}{store}-repartition"
+
+
+class _Changelog(NamedTuple):
+    topic: str
+    ends: tuple[int | None, ...]  # per partition
+    partition_bytes: float | None  # its size on disk over its partitions
+
+
+class _Behind(NamedTuple):
+    """An active task a member holds whose local state is behind its changelogs."""
+
+    member: Member
+    task: Task
+    changelogs: list[str]  # sorted
+    mapping: str
+    changelog_end: int  # summed over its changelogs' partitions
+    changelog_bytes: float | None  # their share of the changelogs' size on disk
+    offset_sum: int | None
+    backlog: int
+
+
+def _behind_tasks(ev: Evaluation) -> list[_Behind]:
+    now = ev.now
+    owners = changelog_owners(ev.group, now)
+    if not owners:
+        return []
+    ends = dict(now.changelog_ends or ())
+    sizes = {t.name: t for t in now.topics}
+    changelogs = {
+        subtopology: [_Changelog(t, ends[t], _partition_bytes(sizes.get(t))) for t in owned.topics]
+        for subtopology, owned in owners.items()
+    }
+    behind = []
+    for m in now.members:
+        sums: dict[str, int] | None = None
+        for task in m.active:
+            owned = changelogs.get(task.subtopology)
+            if owned is None or not task.partitions:
+                continue
+            share = _changelog_share(task.task, owned)
+            if share is None:
+                continue
+            names, changelog_end, changelog_bytes = share
+            if sums is None:
+                sums = dict(m.offset_sums)
+            offset_sum = sums.get(task.task)
+            if changelog_end is None or (offset_sum is not None and offset_sum < 0):
+                continue  # unknown ends, or a sentinel (RUNNING_ACTIVE: caught up here)
+            # No offset sum for a task: no local state at all, so everything is to restore.
+            backlog = changelog_end - (offset_sum or 0)
+            if backlog > 0:
+                how = owners[task.subtopology].how
+                behind.append(
+                    _Behind(
+                        m, task, names, how, changelog_end, changelog_bytes, offset_sum, backlog
+                    )
+                )
+    return behind
+
+
+def _partition_bytes(topic: Topic | None) -> float | None:
+    """A topic's size on disk over its partitions: one partition's share."""
+    if topic is None or topic.size_bytes is None or not topic.partitions:
+        return None
+    return topic.size_bytes / topic.partitions
+
+
+def _changelog_share(
+    task: str, owned: list[_Changelog]
+) -> tuple[list[str], int | None, float | None] | None:
+    """The task's partition of each changelog it owns: the topics, their end offsets
+    summed and their share of the size on disk (None where unknown); None: the
+    changelogs have no such partition."""
+    partition = _task_partition(task)
+    if partition is None:
+        return None
+    names: list[str] = []
+    end_sum: int | None = None
+    bytes_sum: float | None = None
+    for changelog in owned:
+        if not 0 <= partition < len(changelog.ends):
+            continue
+        names.append(changelog.topic)
+        end = changelog.ends[partition]
+        if end is not None:
+            end_sum = end + (end_sum or 0)
+        if changelog.partition_bytes is not None:
+            bytes_sum = changelog.partition_bytes + (bytes_sum or 0.0)
+    if not names:
+        return None
+    return sorted(names), end_sum, bytes_sum
+
+
+def _task_partition(task: str) -> int | None:
+    """``1_3`` -> 3."""
+    try:
+        return int(task.rsplit("_", 1)[-1])
+    except ValueError:
+        return None
+
+
+class _Progress(NamedTuple):
+    """An input partition's commits at the judged poll."""
+
+    lag: int | None
+    commit_since: float  # since when its committed offset is unchanged
+    lag_growth: int | None  # how much its lag grew since then
+
+
+class _Walk:
+    """One partition's rows, walked from the newest back: to the start of the current
+    run of one committed offset (``since``), and on to the newest run start whose lag
+    is known (the lag the growth counts from; the oldest row of the look-back starts a
+    run too)."""
+
+    __slots__ = ("committed", "index", "lag", "over", "row_lag", "row_t", "since", "tp")
+
+    def __init__(self, index: int, t: float, partition: Partition) -> None:
+        self.tp = (partition.topic, partition.partition)
+        self.index = index  # its place in the newest poll's partitions
+        self.lag = partition.lag
+        self.committed = partition.committed  # of the run the last row visited is in
+        self.row_t = t  # the last row visited
+        self.row_lag = partition.lag
+        self.since: float | None = None
+        self.over = False
+
+    def back(self, t: float, partition: Partition) -> None:
+        """One older row."""
+        if partition.committed != self.committed:
+            # The row visited last began a run.
+            if self.since is None:
+                self.since = self.row_t
+            if self.row_lag is not None:
+                self.over = True
+                return
+            self.committed = partition.committed
+        self.row_t, self.row_lag = t, partition.lag
+
+    def progress(self) -> _Progress:
+        since = self.row_t if self.since is None else self.since
+        growth = None
+        if self.lag is not None and self.row_lag is not None:
+            growth = self.lag - self.row_lag
+        return _Progress(self.lag, since, growth)
+
+
+def _commit_progress(polls: Sequence[Poll], wanted: Iterable[_Key]) -> dict[_Key, _Progress | None]:
+    """Each ``wanted`` partition's commit progress at the newest of ``polls`` (the
+    look-back, oldest first); None if that poll does not list it.
+
+    Each partition is walked back only as far as it must: one committing at every
+    poll is done after one step."""
+    now = polls[-1]
+    result: dict[_Key, _Progress | None] = dict.fromkeys(wanted)
+    walks = [
+        _Walk(i, now.t, p)
+        for i, p in enumerate(now.partitions or ())
+        if (p.topic, p.partition) in result
+    ]
+    walking = walks
+    for poll in reversed(polls[:-1]):
+        if not walking:
+            break
+        partitions = poll.partitions
+        if partitions is None:
+            continue  # a late poll, or aged out
+        t, count = poll.t, len(partitions)
+        by_key: dict[_Key, Partition] | None = None
+        ended = False
+        for walk in walking:
+            # Polls list the partitions in the same order, mostly: look there first.
+            row = partitions[walk.index] if walk.index < count else None
+            if row is None or (row.topic, row.partition) != walk.tp:
+                if by_key is None:
+                    by_key = {(q.topic, q.partition): q for q in partitions}
+                row = by_key.get(walk.tp)
+                if row is None:
+                    continue
+            if row.committed == walk.committed:  # the run goes on (most steps)
+                walk.row_t, walk.row_lag = t, row.lag
+            else:
+                walk.back(t, row)
+                ended = ended or walk.over
+        if ended:
+            walking = [walk for walk in walking if not walk.over]
+    for walk in walks:
+        result[walk.tp] = walk.progress()
+    return result
+
+
+class _Commits:
+    """Commit progress of input partitions over the look-back, each walked once."""
+
+    def __init__(self, polls: Sequence[Poll]) -> None:
+        self.polls = polls
+        self.known: dict[_Key, _Progress | None] = {}
+
+    def of(self, partitions: Iterable[TopicPartition]) -> list[tuple[TopicPartition, _Progress]]:
+        """The progress of those of ``partitions`` the judged poll lists, sorted."""
+        partitions = sorted(set(partitions))
+        missing = {tp for tp in partitions if tp not in self.known}
+        if missing:
+            self.known.update(_commit_progress(self.polls, missing))
+        return [(tp, pr) for tp in partitions if (pr := self.known[tp]) is not None]
+
+
+def _sum(values: Iterable[int | None]) -> int | None:
+    """SQL's sum: nulls ignored, null when all are."""
+    total = None
+    for v in values:
+        if v is not None:
+            total = v + (total or 0)
+    return total
+
+
+def _broker(ev: Evaluation) -> tuple[list[Found], list[Gauge]]:
+    """The broker's suspicions, and the backlog of the tasks that look restoring."""
+    behind = _behind_tasks(ev)
+    if not behind:
+        return [], []
+    p, w, now = ev.params, ev.window, ev.now
+    commits = _Commits(w.looking_back(p.progress_stall_after + p.evaluation_window))
+    commits.of(tp for b in behind for tp in b.task.partitions)  # all in one walk
+    stable_since = w.run_start(lambda poll: poll.stable)
+    gauges: list[Gauge] = []
+    # Far enough behind, and no commit on its input for long enough while Stable.
+    suspects: list[tuple[_Behind, list[tuple[TopicPartition, _Progress]], float]] = []
+    for b in behind:
+        inputs = commits.of(b.task.partitions)
+        if not inputs:
+            continue  # none of its partitions listed now: nothing to tell from
+        last_commit_change = max(pr.commit_since for _, pr in inputs)
+        # Restoring, as far as the broker can tell: behind at the last rebalance and no
+        # commit since. The broker sees no restore rate.
+        if last_commit_change <= stable_since:
+            gauges += _progress_gauges(
+                b.member.process, b.task.task, "broker", float(b.backlog), None
+            )
+        quiet_for = now.t - max(last_commit_change, stable_since)
+        if (
+            b.backlog > p.acceptable_recovery_lag
+            and now.stable
+            and quiet_for >= p.progress_stall_after
+        ):
+            suspects.append((b, inputs, quiet_for))
+    if not suspects:
+        return [], gauges
+    # Their threads' other input partitions, all in one walk too.
+    commits.of(tp for b, _, _ in suspects for task in b.member.active for tp in task.partitions)
+    found = []
+    for b, inputs, quiet_for in suspects:
+        thread_last_commit_change, thread_lag_growth = _thread_progress(commits, b.member)
+        thread_quiet_for = now.t - max(thread_last_commit_change, stable_since)
+        input_lag_growth = _sum(pr.lag_growth for _, pr in inputs)
+        own_lag_grows = input_lag_growth is not None and input_lag_growth > 0
+        thread_stuck = (
+            thread_quiet_for >= p.progress_stall_after
+            and thread_lag_growth is not None
+            and thread_lag_growth > 0
+        )
+        if own_lag_grows or thread_stuck:
+            found.append(
+                _broker_found(
+                    b,
+                    now.t,
+                    inputs,
+                    quiet_for,
+                    input_lag_growth if own_lag_grows else None,
+                    thread_lag_growth,
+                    thread_quiet_for,
+                )
+            )
+    return found, gauges
+
+
+def _thread_progress(commits: _Commits, member: Member) -> tuple[float, int | None]:
+    """Over every input partition of a stream thread (member): its last commit (a change
+    of any one's committed offset) and its lag growth since. When the whole thread is
+    stuck (its state updater blocks the tasks queued behind the restoring one), nothing
+    reaches the restoring task's own input, and the lag piles up upstream, on the
+    thread's other partitions."""
+    inputs = commits.of(tp for task in member.active for tp in task.partitions)
+    return max(pr.commit_since for _, pr in inputs), _sum(pr.lag_growth for _, pr in inputs)
+
+
+def _broker_found(  # noqa: PLR0917 - one finding's every part
+    b: _Behind,
+    t: float,
+    inputs: list[tuple[TopicPartition, _Progress]],
+    quiet_for: float,
+    own_lag_growth: int | None,
+    thread_lag_growth: int | None,
+    thread_quiet_for: float,
+) -> Found:
+    """``own_lag_growth``: the task's input lag growth when it grew (None: the thread's
+    lag did)."""
+    backlog_bytes = None
+    if b.changelog_bytes is not None:
+        backlog_bytes = b.backlog * b.changelog_bytes / b.changelog_end
+    size = "size unknown" if backlog_bytes is None else f"about {backlog_bytes / 1e6:.1f} MB"
+    whose, growth = "its lag", own_lag_growth
+    if own_lag_growth is None:
+        whose, growth = "the lag of its stream thread, which commits nothing,", thread_lag_growth
+    process = b.member.process
+    return Found(
+        KIND,
+        "warning",
+        FindingSubject(process=process, task=b.task.task),
+        f"task {b.task.task} on instance {_text(process)} looks stuck restoring: "
+        f"{b.backlog} changelog records behind ({size}), no commit on its input for "
+        f"{quiet_for:.0f} s while {whose} grew by {growth} and the group stayed "
+        "Stable; check that instance's restore (disk, throttles, broker quotas)",
+        {
+            "source": "broker",
+            "member_id": b.member.member_id,
+            "thread": b.member.thread,
+            "changelogs": b.changelogs,
+            "mapping": b.mapping,
+            "changelog_end_offsets": b.changelog_end,
+            "task_offset_sum": b.offset_sum,
+            "backlog_records": b.backlog,
+            "backlog_bytes_estimate": rounded(backlog_bytes, 0),
+            "seconds_without_commit": rounded(quiet_for),
+            "input_lag_growth": _sum(pr.lag_growth for _, pr in inputs),
+            "input_partitions": [
+                {
+                    "partition": f"{tp.topic}-{tp.partition}",
+                    "lag": pr.lag,
+                    "lag_growth": pr.lag_growth,
+                    "seconds_without_commit": t - pr.commit_since,
+                }
+                for tp, pr in inputs
+            ],
+            "thread_input_lag_growth": thread_lag_growth,
+            "thread_seconds_without_commit": rounded(thread_quiet_for),
+        },
+        since=t - quiet_for,
+    )
+
+
+def _text(value: str | None) -> str:
+    """As the old explanations printed a missing value."""
+    return "null" if value is None else value
+
+
+# -- sidecar ----------------------------------------------------------------------------
+
+
+class _Instance(NamedTuple):
+    """What a sidecar says of its instance's restoration at one poll."""
+
+    active_restoring: int | None  # over the state updaters (None: none says)
+    restore_rate: float | None  # records/s, over the state updaters
+    threads_assigned: int | None  # stream threads in PARTITIONS_ASSIGNED (None: none)
+
+
+def _instance(sidecar: Sidecar) -> _Instance:
+    assigned = sum(1 for th in sidecar.threads if th.state == PARTITIONS_ASSIGNED)
+    return _Instance(
+        _sum(u.active_restoring for u in sidecar.updaters), _restore_rate(sidecar), assigned or None
+    )
+
+
+def _restoring(sidecar: Sidecar) -> bool:
+    """A state updater has active restoring tasks, or a stream thread sits in
+    PARTITIONS_ASSIGNED."""
+    active = 0
+    for u in sidecar.updaters:
+        if u.active_restoring is not None:
+            active += u.active_restoring
+    return active > 0 or any(th.state == PARTITIONS_ASSIGNED for th in sidecar.threads)
+
+
+def _restore_rate(sidecar: Sidecar) -> float | None:
+    """Over the state updaters, records/s; None: none says."""
+    rate = None
+    for u in sidecar.updaters:
+        if u.restore_rate is not None:
+            rate = u.restore_rate + (rate or 0.0)
+    return rate
+
+
+def _instance_polls(polls: Iterable[Poll], process: str) -> Iterable[tuple[Poll, Sidecar]]:
+    for poll in polls:
+        if poll.sidecar is not None and poll.sidecar.process == process:
+            yield poll, poll.sidecar
+
+
+def _restoring_since(polls: Sequence[Poll], process: str) -> float:
+    """When the instance's current run of restoring began, among the polls with its
+    sidecar (the newest restores). A sidecar equal to the newer one's is the same
+    object: no need to look inside."""
+    since = polls[-1].t
+    newer = polls[-1].sidecar
+    for i in range(len(polls) - 2, -1, -1):
+        poll = polls[i]
+        sidecar = poll.sidecar
+        if sidecar is None or sidecar.process != process:
+            continue
+        if sidecar is not newer and not _restoring(sidecar):
+            break
+        since, newer = poll.t, sidecar
+    return since
+
+
+def _sidecar(ev: Evaluation) -> tuple[list[Found], list[Gauge], bool]:
+    """The sidecar's verdict, the restore progress of its instance's tasks, and whether
+    it could judge (a sidecar that names its instance)."""
+    p, w, now = ev.params, ev.window, ev.now
+    sidecar = now.sidecar
+    if sidecar is None or sidecar.process is None:
+        return [], [], False
+    process = sidecar.process
+    if not _restoring(sidecar):
+        return [], [], True
+    stall = w.looking_back(p.restore_stall_after)
+    rates = [r for _, s in _instance_polls(stall, process) if (r := _restore_rate(s)) is not None]
+    max_rate = max(rates, default=None)
+    restoring = [
+        (x.task, x.remaining, x.restored_total)
+        for x in sidecar.tasks
+        if x.task is not None and x.remaining is not None and x.remaining > 0
+    ]
+    restored = _restored_in(stall, process, {task for task, _, _ in restoring})
+    first = _first_restored(w.looking_back(p.evaluation_window), process)
+    instance_rate = _restore_rate(sidecar)
+    gauges: list[Gauge] = []
+    # Restored nothing over the stall time: (task, remaining records, restored then).
+    # Restoring with no task metrics at all: the instance itself is the subject.
+    stuck: list[tuple[str | None, int | None, float | None]] = []
+    if not restoring and max_rate == 0:
+        stuck.append((None, None, None))
+    for task, remaining, restored_total in restoring:
+        restored_in = restored.get(task)
+        # No progress: the task's own restored total did not move; if unknown, the state
+        # updater's rate stayed 0.
+        if restored_in == 0 if restored_in is not None else max_rate == 0:
+            stuck.append((task, remaining, restored_in))
+        rate = _task_rate(first.get(task), now.t, restored_total)
+        if rate is None and instance_rate is not None:
+            rate = instance_rate / len(restoring)
+        gauges += _progress_gauges(process, task, "sidecar", float(remaining), rate)
+    if not stuck:
+        return [], gauges, True
+    # Only now the restore's start (a walk over its whole run): held long enough?
+    restoring_since = _restoring_since(w.polls, process)
+    restoring_for = now.t - restoring_since
+    if restoring_for < p.restore_stall_after:
+        return [], gauges, True
+    instance = _instance(sidecar)
+    found = [
+        Found(
+            KIND,
+            "critical",
+            FindingSubject(process=process, task=task),
+            f"{'state restoration' if task is None else 'task ' + task} on instance "
+            f"{process} has restored nothing for {restoring_for:.0f} s "
+            f"({'unknown' if remaining is None else remaining} records remaining by the "
+            "app's own count); the restore is stuck: check the instance's log, its disk "
+            "and the brokers",
+            {
+                "source": "sidecar",
+                "sidecar_agent": sidecar.agent,
+                "remaining_records": remaining,
+                "restored_in_window": restored_in,
+                "max_restore_rate_in_window": max_rate,
+                "state_updater_restoring_tasks": instance.active_restoring,
+                "threads_in_partitions_assigned": instance.threads_assigned,
+                "restoring_for_seconds": restoring_for,
+            },
+            since=restoring_since,
+        )
+        for task, remaining, restored_in in stuck
+    ]
+    return found, gauges, True
+
+
+def _restored_in(polls: Iterable[Poll], process: str, tasks: set[str]) -> dict[str, float]:
+    """Per task: how much its restored-records total moved over ``polls`` (max - min);
+    absent when never known."""
+    spans: dict[str, list[float]] = {}  # task -> [lowest, highest]
+    for _, sidecar in _instance_polls(polls, process):
+        for x in sidecar.tasks:
+            total = x.restored_total
+            if x.task is None or total is None or x.task not in tasks:
+                continue
+            span = spans.get(x.task)
+            if span is None:
+                spans[x.task] = [total, total]
+            elif total < span[0]:
+                span[0] = total
+            elif total > span[1]:
+                span[1] = total
+    return {task: high - low for task, (low, high) in spans.items()}
+
+
+def _first_restored(polls: Iterable[Poll], process: str) -> dict[str, tuple[float, float | None]]:
+    """Per task: the oldest poll of ``polls`` that lists it, and its restored total then."""
+    first: dict[str, tuple[float, float | None]] = {}
+    for poll, sidecar in _instance_polls(polls, process):
+        for x in sidecar.tasks:
+            if x.task is not None and x.task not in first:
+                first[x.task] = (poll.t, x.restored_total)
+    return first
+
+
+def _task_rate(
+    first: tuple[float, float | None] | None, t: float, restored_total: float | None
+) -> float | None:
+    """Records/s restored since the oldest poll of the window that listed the task."""
+    if first is None or first[1] is None or restored_total is None or t == first[0]:
+        return None
+    return (restored_total - first[1]) / (t - first[0])

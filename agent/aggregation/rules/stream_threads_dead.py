@@ -1,9 +1,384 @@
-"""stream_threads_dead: not ported yet (a stub that cannot judge)."""
+"""stream_threads_dead: an instance runs fewer stream threads than it should.
 
-from agent.aggregation.rules.base import Evaluation, Judgement
+From the broker (each Streams member is one stream thread of one instance):
+
+* partial loss (warning): an instance's thread count drops below its maximum
+  over ``thread_history`` and stays lower for ``thread_death_grace`` while the
+  instance keeps at least one member. Threads are counted by index, so a
+  restarted instance whose old members linger until their session times out
+  does not count twice.
+* whole instance gone (info): an instance left the group more than
+  ``thread_death_grace`` ago and none replaced it (the group has fewer
+  instances than its most over the look-back). Without a sidecar this may be
+  a scale-down; ``no_live_consumers`` covers a group left with nobody.
+
+The broker's view is read at Stable polls only: mid-rebalance, members come
+without their Streams data. An instance is a Kafka Streams process id: a
+member whose process id is unknown (undecoded, or empty) is no instance, and
+is counted in none.
+
+From a sidecar (authoritative, next to the instance): ``alive-stream-threads``
+below the expected count (configured, else the most seen), the client in
+ERROR / NOT_RUNNING / PENDING_ERROR, a thread in DEAD, or the instance having
+no member at all while its sidecar reports: held for ``thread_death_grace``,
+critical when nothing runs, else warning; and ``failed-stream-threads`` having
+increased within the look-back (warning, even if a replacement thread runs).
+A sidecar that does not know its instance's process id says nothing.
+
+Judged at Stable polls and at every poll with a sidecar section. Gauges: the
+threads each instance is expected to run, a sidecar's configured count
+(priority 0) over the broker's most threads seen (priority 1).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from agent.aggregation.facts import Member, Poll, Sidecar
+from agent.aggregation.results import THREADS_EXPECTED
+from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement
+from agent.aggregation.window import SeriesWindow
+from agent.model.findings import FindingSubject
 
 KIND = "stream_threads_dead"
+BAD_CLIENT_STATES = frozenset(("ERROR", "NOT_RUNNING", "PENDING_ERROR"))
+
+# Per instance (process id), its stream threads at one poll: their indexes as text,
+# sorted (a member without an index stands for itself, by member id).
+Threads = dict[str, tuple[str, ...]]
 
 
 def judge(ev: Evaluation) -> Judgement:
-    return Judgement(KIND, judged=False)
+    now = ev.now
+    sidecar = now.sidecar
+    if not now.stable and sidecar is None:
+        return Judgement(KIND, judged=False)
+    found: list[Found] = []
+    gauges: list[Gauge] = []
+    if now.stable:
+        broker = _BrokerView.of(ev.window, ev.params.thread_history)
+        found += _partial_loss(ev, broker)
+        found += _instance_gone(ev, broker)
+        gauges += [
+            Gauge(THREADS_EXPECTED, float(broker.threads_max[p]), process=p, priority=1)
+            for p in sorted(broker.now)
+        ]
+    # A sidecar that does not know its process id (empty: its members' subscriptions,
+    # of a newer version, carry none) speaks for no instance, and has none's members.
+    if sidecar is not None and sidecar.process:
+        said = _sidecar_says(ev, sidecar, sidecar.process)
+        if said is not None:
+            found.append(said)
+        if sidecar.expected is not None:
+            gauges.append(
+                Gauge(
+                    THREADS_EXPECTED, float(sidecar.expected), process=sidecar.process, priority=0
+                )
+            )
+    return Judgement(KIND, judged=True, found=tuple(found), gauges=tuple(gauges))
+
+
+# -- the broker's view -----------------------------------------------------------------
+
+
+def _threads_of(members: Sequence[Member]) -> Threads:
+    """Each instance's stream threads among ``members``; a member without a known process
+    id belongs to no instance (its client id is not one)."""
+    by_process: dict[str, set[str]] = {}
+    for m in members:
+        if m.process is not None:  # decoded, with a process id
+            key = str(m.thread) if m.thread is not None else m.member_id
+            by_process.setdefault(m.process, set()).add(key)
+    return {p: tuple(sorted(keys)) for p, keys in by_process.items()}
+
+
+@dataclass
+class _BrokerView:
+    """The instances at the judged (Stable) poll, and what the Stable polls of the
+    look-back say about them."""
+
+    window: SeriesWindow
+    threads_at: dict[int, Threads]  # by id(poll.members): polls share unchanged members
+    now: Threads
+    threads_max: dict[str, int]  # per instance now: the most threads over the look-back
+    instances_max: int  # the most instances at a Stable poll of the look-back
+    # Instances absent now, each with its last Stable poll within (now - look-back, now].
+    last_seen: dict[str, float]
+    history: Sequence[Poll]
+
+    @classmethod
+    def of(cls, window: SeriesWindow, seconds: float) -> "_BrokerView":
+        threads_at: dict[int, Threads] = {}
+        history = window.looking_back(seconds)
+        # strictly_after's cut, in whole milliseconds as the window counts them.
+        after_ms = int(window.t * 1000) - round(seconds * 1000)
+        now = _threads_at(window.now, threads_at)
+        threads_max = {p: len(keys) for p, keys in now.items()}
+        instances_max = 0
+        last_seen: dict[str, float] = {}
+        newer_members = None
+        for poll in reversed(history):
+            # An older Stable poll with the very members of the newer one adds nothing.
+            if not poll.stable or poll.members is newer_members:
+                continue
+            newer_members = poll.members
+            threads = _threads_at(poll, threads_at)
+            instances_max = max(instances_max, len(threads))
+            strictly_after = int(poll.t * 1000) > after_ms
+            for process, keys in threads.items():
+                if process in now:
+                    threads_max[process] = max(threads_max[process], len(keys))
+                elif strictly_after and process not in last_seen:
+                    last_seen[process] = poll.t
+        return cls(window, threads_at, now, threads_max, instances_max, last_seen, history)
+
+    def threads_seen(self, process: str) -> list[str]:
+        """Every thread of ``process`` at a Stable poll of the look-back, sorted."""
+        seen: set[str] = set()
+        for poll in self.history:
+            if poll.stable:
+                seen.update(_threads_at(poll, self.threads_at).get(process, ()))
+        return sorted(seen)
+
+    def count_since(self, process: str) -> float:
+        """When ``process`` began to run as many threads as now, over the Stable polls
+        that show it (polls mid-rebalance or without it neither count nor break the run)."""
+        count = len(self.now[process])
+        since = self.window.t
+        for poll in self.window.reversed():
+            if not poll.stable:
+                continue
+            keys = _threads_at(poll, self.threads_at).get(process)
+            if keys is None:
+                continue
+            if len(keys) != count:
+                break
+            since = poll.t
+        return since
+
+
+def _threads_at(poll: Poll, cache: dict[int, Threads]) -> Threads:
+    key = id(poll.members)
+    threads = cache.get(key)
+    if threads is None:
+        threads = cache[key] = _threads_of(poll.members)
+    return threads
+
+
+def _partial_loss(ev: Evaluation, broker: _BrokerView) -> list[Found]:
+    found = []
+    for process in sorted(broker.now):
+        threads_now = broker.now[process]
+        count, most = len(threads_now), broker.threads_max[process]
+        if count >= most:  # (count >= 1 always: the instance has a member)
+            continue
+        since = broker.count_since(process)
+        lower_for = ev.t - since
+        if lower_for < ev.params.thread_death_grace:
+            continue
+        now_set = set(threads_now)
+        gone = [key for key in broker.threads_seen(process) if key not in now_set]
+        found.append(
+            Found(
+                KIND,
+                "warning",
+                FindingSubject(process=process),
+                f"instance {process} runs {count} of its {most} stream threads (thread "
+                f"{', '.join(gone)} gone for {lower_for:.0f} s); its tasks moved to the "
+                "others: look for the uncaught exception in that instance's log",
+                {
+                    "source": "broker",
+                    "threads_now": count,
+                    "threads_max_in_window": most,
+                    "thread_indexes_now": list(threads_now),
+                    "thread_indexes_gone": gone,
+                    "lower_for_seconds": lower_for,
+                },
+                since=since,
+            )
+        )
+    return found
+
+
+def _instance_gone(ev: Evaluation, broker: _BrokerView) -> list[Found]:
+    instances_now = len(broker.now)
+    if instances_now >= broker.instances_max:
+        return []  # as many as ever: whoever left was replaced
+    found = []
+    for process, last_seen in sorted(broker.last_seen.items()):
+        gone_for = ev.t - last_seen
+        if gone_for < ev.params.thread_death_grace:
+            continue
+        found.append(
+            Found(
+                KIND,
+                "info",
+                FindingSubject(process=process),
+                f"instance {process} left the group {gone_for:.0f} s ago and no instance "
+                f"replaced it ({instances_now} of {broker.instances_max} remain): a "
+                "scale-down, or all its stream threads died (a sidecar next to it would tell)",
+                {
+                    "source": "broker",
+                    "last_seen_at": last_seen,
+                    "instances_now": instances_now,
+                    "instances_max_in_window": broker.instances_max,
+                },
+                since=last_seen,
+            )
+        )
+    return found
+
+
+# -- what a sidecar says ---------------------------------------------------------------
+
+
+def _sidecar_says(ev: Evaluation, sidecar: Sidecar, process: str) -> Found | None:
+    p, now = ev.params, ev.now
+    # The look-back of this instance's own sidecar sections (a restarted instance has a
+    # new process id: its predecessor's counts are not its own).
+    history = [
+        q.sidecar
+        for q in ev.window.looking_back(p.thread_history)
+        if q.sidecar is not None and q.sidecar.process == process
+    ]
+    expected = _expected(sidecar, history)
+    failed_before = history[0].failed  # the oldest section's count, known or not
+    failed_more = (
+        sidecar.failed - failed_before
+        if sidecar.failed is not None and failed_before is not None
+        else 0.0
+    )
+    reasons = _reasons(now, sidecar, expected)
+    bad = sidecar.app_up and bool(reasons)
+    if bad:
+        bad_since = _bad_since(ev, process)
+        holds = ev.t - bad_since >= p.thread_death_grace or failed_more > 0
+    else:
+        # Stale metrics prove nothing: the app is unreachable, or every signal is fine.
+        bad_since = ev.t
+        holds = sidecar.app_up and failed_more > 0
+    if not holds:
+        return None
+    nothing_runs = _nothing_runs(now, sidecar)
+    all_reasons = reasons + (
+        [f"{failed_more:.0f} stream threads failed recently"] if failed_more > 0 else []
+    )
+    advice = (
+        "it processes nothing: restart it and read its log"
+        if nothing_runs
+        else "its tasks moved to the remaining threads: read its log"
+    )
+    return Found(
+        KIND,
+        "critical" if bad and nothing_runs else "warning",
+        FindingSubject(process=process),
+        f"instance {process} (sidecar): {', '.join(all_reasons)} while its pod runs; {advice}",
+        {
+            "source": "sidecar",
+            "sidecar_agent": sidecar.agent,
+            "client_state": sidecar.client_state,
+            "threads_alive": sidecar.alive,
+            "threads_expected": expected,
+            "threads_failed_total": sidecar.failed,
+            "threads_failed_in_window": failed_more,
+            "dead_threads": _dead_threads(sidecar),
+            "members_in_group": sidecar.members,
+            "reasons": all_reasons,
+        },
+        since=bad_since,
+    )
+
+
+def _expected(sidecar: Sidecar, history: Sequence[Sidecar]) -> int | None:
+    """The configured thread count, else the most alive over the look-back."""
+    if sidecar.expected is not None:
+        return sidecar.expected
+    return max((s.alive for s in history if s.alive is not None), default=None)
+
+
+def _dead_threads(sidecar: Sidecar) -> list[str]:
+    return sorted(t.thread_id for t in sidecar.threads if t.state == "DEAD")
+
+
+def _no_members(poll: Poll, sidecar: Sidecar) -> bool:
+    # Only a Stable group lists every member: mid-rebalance a member may be missing.
+    return poll.stable and sidecar.members == 0
+
+
+def _client_bad(sidecar: Sidecar) -> bool:
+    return sidecar.client_state in BAD_CLIENT_STATES
+
+
+def _nothing_runs(poll: Poll, sidecar: Sidecar) -> bool:
+    return (
+        _no_members(poll, sidecar)
+        or _client_bad(sidecar)
+        or (sidecar.alive is not None and sidecar.alive == 0)
+    )
+
+
+def _short_of_threads(sidecar: Sidecar, expected: int | None) -> bool:
+    return sidecar.alive is not None and expected is not None and sidecar.alive < expected
+
+
+def _bad(poll: Poll, sidecar: Sidecar, expected: int | None) -> bool:
+    """Whether the sidecar at ``poll`` says something is wrong (``_reasons``, unworded)
+    while it can reach the app."""
+    return sidecar.app_up and (
+        _short_of_threads(sidecar, expected)
+        or _client_bad(sidecar)
+        or any(t.state == "DEAD" for t in sidecar.threads)
+        or _no_members(poll, sidecar)
+    )
+
+
+def _reasons(poll: Poll, sidecar: Sidecar, expected: int | None) -> list[str]:
+    """What is wrong with the instance at ``poll``, by its sidecar."""
+    reasons = []
+    if _short_of_threads(sidecar, expected):
+        reasons.append(f"{sidecar.alive} of {expected} stream threads alive")
+    if _client_bad(sidecar):
+        reasons.append(f"client state {sidecar.client_state}")
+    dead = _dead_threads(sidecar)
+    if dead:
+        reasons.append(f"DEAD: {', '.join(dead)}")
+    if _no_members(poll, sidecar):
+        reasons.append("no member in the group")
+    return reasons
+
+
+def _bad_since(ev: Evaluation, process: str) -> float:
+    """When the run of polls at which this instance's sidecar saw something wrong began,
+    over the polls with its section (others neither count nor break the run).
+
+    Whether a poll was bad depends on its own expected count, the most threads alive
+    over the look-back before it: one pass, oldest first, keeps that trailing maximum
+    (a deque of the candidates, falling in value) instead of a look-back per poll.
+    """
+    span = round(ev.params.thread_history * 1000)
+    rows = [
+        (poll, poll.sidecar)
+        for poll in ev.window.polls
+        if poll.sidecar is not None and poll.sidecar.process == process
+    ]
+    alive_max: list[tuple[int, int]] = []  # (ms, alive): the trailing maximum's candidates
+    head = 0
+    bad = []
+    for poll, sidecar in rows:
+        ms = int(poll.t * 1000)
+        if sidecar.alive is not None:
+            while len(alive_max) > head and alive_max[-1][1] <= sidecar.alive:
+                alive_max.pop()
+            alive_max.append((ms, sidecar.alive))
+        while len(alive_max) > head and alive_max[head][0] < ms - span:
+            head += 1
+        head = min(head, len(alive_max))
+        expected = sidecar.expected
+        if expected is None and len(alive_max) > head:
+            expected = alive_max[head][1]
+        bad.append(_bad(poll, sidecar, expected))
+    since = ev.t
+    for (poll, _), was_bad in zip(reversed(rows), reversed(bad), strict=True):
+        if not was_bad:
+            break
+        since = poll.t
+    return since

@@ -1,9 +1,354 @@
-"""threads_fewer_than_tasks: not ported yet (a stub that cannot judge)."""
+"""threads_fewer_than_tasks (warning): a Kafka Streams group's stream threads each carry
+many active tasks while its lag keeps growing: it has too few threads to keep up.
 
-from agent.aggregation.rules.base import Evaluation, Judgement
+A stream thread processes its tasks one after the other, so a thread's throughput is
+shared by every task it holds. People size ``num.stream.threads`` by the input's
+partitions, but every repartition (``groupBy``, ``selectKey`` before an aggregation or
+a join) adds a sub-topology that reads the repartition topic, with as many tasks again:
+8 input partitions on 8 threads become 16 tasks, 2 per thread (seed 001). As long as
+the busiest thread holds 2 or more tasks, more threads (or instances) can take work off
+it; with one task per thread they cannot, and a growing lag is a throughput or
+hot-partition problem (``hot_partitions_colocated``), not this one.
+
+The rule judges a poll when the group is Stable and every member's assignment is
+known (classic groups describe members only while Stable; KIP-1071 groups are judged
+Stable only, not while Assigning or Reconciling), or when the group has no member.
+It holds at a judged poll of a Streams group when
+
+- the busiest member (one member per stream thread) holds at least
+  ``tasks_per_thread_threshold`` active tasks, and
+- the group's lag (summed over the partitions it consumes, repartition topics
+  included) grows across the last ``tasks_per_thread_lag_window``: split into four
+  quarters, the least lag of each quarter is above the least lag of the quarter
+  before, and the last quarter's is at least ``tasks_per_thread_min_lag_growth``
+  records above the first's.
+
+Least values, because lag measured from committed offsets is a saw-tooth: it rises
+between two commits and drops at each (every 30 s by default), so single polls say
+little; a thread that keeps up returns to the same floor after each commit, one that
+does not leaves a higher floor every time. A spike, a step, or a backlog that drains
+raises no floor in every quarter; a history shorter than the window leaves a quarter
+empty and does not hold. The lag polls themselves need not be judged: a committed
+offset is known in any group state.
+
+The finding is the group's, held since the judged polls began to show it (polls not
+judged neither hold nor break that run); its evidence says which sub-topologies read
+repartition topics (the task partitions name their topics; the snapshot marks a
+topic's internal kind), and what would bring the busiest thread below the threshold.
+"""
+
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterator, Sequence
+from itertools import pairwise
+from math import ceil
+from typing import NamedTuple, cast
+
+from agent.aggregation.facts import Member, Poll
+from agent.aggregation.rules.base import (
+    Evaluation,
+    Found,
+    Judgement,
+    counted,
+    rounded,
+    thread_name,
+)
+from agent.model.findings import FindingSubject
+from agent.model.records import JsonObject
 
 KIND = "threads_fewer_than_tasks"
 
+_QUARTERS = 4
+
+Floors = tuple[int | None, ...]  # the least known lag of each quarter, oldest first
+
 
 def judge(ev: Evaluation) -> Judgement:
-    return Judgement(KIND, judged=False)
+    p, now = ev.params, ev.now
+    members = _members(now.members)
+    if not _judged(now, members):
+        return Judgement(KIND, judged=False)
+    if not _crowded(now, members, p.tasks_per_thread_threshold):
+        return Judgement(KIND, judged=True)
+    lags = _LagHistory(ev.window.polls, p.tasks_per_thread_lag_window)
+    floors = next(lags.floors_newest_first())
+    if not _growing(floors, p.tasks_per_thread_min_lag_growth):
+        return Judgement(KIND, judged=True)
+    return Judgement(KIND, judged=True, found=(_found(ev, members, floors, lags),))
+
+
+# -- when it holds -------------------------------------------------------------------------
+
+
+class _Members(NamedTuple):
+    """What the rule reads of a poll's members."""
+
+    size: int  # members in all
+    decoded: int
+    busiest: int  # the most active tasks one decoded member (one stream thread) holds
+
+
+def _members(members: tuple[Member, ...]) -> _Members:
+    decoded = [len(m.active) for m in members if m.decoded]
+    return _Members(len(members), len(decoded), max(decoded, default=0))
+
+
+def _judged(poll: Poll, members: _Members) -> bool:
+    """Every member's tasks are known (or there is nobody to hold any)."""
+    return members.size == 0 or (poll.stable and members.decoded == members.size)
+
+
+def _crowded(poll: Poll, members: _Members, threshold: int) -> bool:
+    """A Streams group's busiest thread holds ``threshold`` tasks or more."""
+    return poll.is_streams and poll.stable and members.size > 0 and members.busiest >= threshold
+
+
+def _growing(floors: Floors, min_growth: int) -> bool:
+    """Each quarter's floor above the one before, the last by ``min_growth`` over the
+    first; a quarter without a known lag is no growth."""
+    if None in floors:
+        return False
+    known = cast("tuple[int, ...]", floors)
+    return all(a < b for a, b in pairwise(known)) and known[-1] - known[0] >= min_growth
+
+
+class _LagHistory:
+    """The window's polls as (ms, known lag): what the quarters and the trend read."""
+
+    def __init__(self, polls: Sequence[Poll], seconds: float) -> None:
+        self.polls = polls
+        self.ms = [int(poll.t * 1000) for poll in polls]  # as the window's look-backs count
+        # A poll without a partition that reports a lag knows none (not zero).
+        self.lags = [poll.lag_total if poll.lag_partitions > 0 else None for poll in polls]
+        self.known = [
+            (ms, lag) for ms, lag in zip(self.ms, self.lags, strict=True) if lag is not None
+        ]
+        self.total = round(seconds * 1000)
+        # Each quarter as (first, last) ms relative to the poll judged: disjoint, the
+        # oldest starting ``seconds`` back (included), the newest ending with the poll.
+        self.quarters = [
+            (
+                -self.total + round(self.total * q / _QUARTERS),
+                0
+                if q == _QUARTERS - 1
+                else -self.total + round(self.total * (q + 1) / _QUARTERS) - 1,
+            )
+            for q in range(_QUARTERS)
+        ]
+
+    def floors_newest_first(self) -> Iterator[Floors]:
+        """Each poll's quarter floors, from the newest poll back: a walk that stops at the
+        start of a run reads no further."""
+        return zip(*(self._floors_of(first, last) for first, last in self.quarters), strict=True)
+
+    def _floors_of(self, first: int, last: int) -> Iterator[int | None]:
+        """One quarter's least known lag at each poll, newest first: a sliding minimum
+        (linear in the polls, where a minimum per poll would read the quarter again)."""
+        known = self.known
+        # (ms, lag) in the quarter, newest first, lags falling: the first is the least.
+        held: deque[tuple[int, int]] = deque()
+        entering = len(known) - 1  # polls enter from the old side as the quarter moves back
+        for ms in reversed(self.ms):
+            while entering >= 0 and known[entering][0] >= ms + first:
+                while held and held[-1][1] >= known[entering][1]:
+                    held.pop()  # never the least again: an older one is as low, and stays longer
+                held.append(known[entering])
+                entering -= 1
+            while held and held[0][0] > ms + last:
+                held.popleft()  # past the quarter's end
+            yield held[0][1] if held else None
+
+    def slope(self) -> float | None:
+        """The lag's least-squares slope (records/s) over the window up to the newest
+        poll: over the polls that know a lag, against the spread of every poll's time."""
+        start = bisect_left(self.ms, self.ms[-1] - self.total)
+        polls = self.polls[start:]
+        origin = polls[-1].t  # times near zero keep the sums precise
+        times = [poll.t - origin for poll in polls]
+        mean_t = sum(times) / len(times)
+        spread = sum((t - mean_t) ** 2 for t in times) / len(times)
+        pairs = [
+            (t, lag) for t, lag in zip(times, self.lags[start:], strict=True) if lag is not None
+        ]
+        if not pairs or spread == 0:
+            return None
+        pair_t = sum(t for t, _ in pairs) / len(pairs)
+        pair_lag = sum(lag for _, lag in pairs) / len(pairs)
+        covariance = sum((t - pair_t) * (lag - pair_lag) for t, lag in pairs) / len(pairs)
+        return covariance / spread
+
+    def since(self, threshold: int, min_growth: int) -> float:
+        """When the run of judged polls where the rule holds now began (polls not judged
+        neither hold nor break it)."""
+        start = self.polls[-1].t
+        shared: tuple[Member, ...] | None = None
+        members = _members(())
+        for poll, floors in zip(reversed(self.polls), self.floors_newest_first(), strict=True):
+            if poll.members is not shared:  # polls share their members while unchanged
+                shared = poll.members
+                members = _members(shared)
+            if not _judged(poll, members):
+                continue
+            if not (_crowded(poll, members, threshold) and _growing(floors, min_growth)):
+                break
+            start = poll.t
+        return start
+
+
+# -- what it says ------------------------------------------------------------------------
+
+
+class _Threads(NamedTuple):
+    busiest: Member
+    instances: int
+    threads_per_instance: int
+
+
+def _threads(poll: Poll) -> _Threads:
+    """The busiest stream thread, the instances and the most threads one instance runs."""
+    per_instance: dict[str, int] = {}
+    for m in poll.members:
+        # Members without a process id count as instances of their own.
+        key = m.process if m.process is not None else m.member_id
+        per_instance[key] = per_instance.get(key, 0) + 1
+    busiest = max(poll.members, key=_busiest_order)
+    return _Threads(busiest, len(per_instance), max(per_instance.values()))
+
+
+def _task_ids(m: Member) -> list[str]:
+    """The active tasks a member holds that read some partition."""
+    return sorted({t.task for t in m.active if t.partitions})
+
+
+def _busiest_order(m: Member) -> tuple[object, ...]:
+    # Most active tasks; equal ones by process, thread, client id, member id (unknown lowest).
+    return (
+        m.active_count if m.active_count is not None else -1,
+        (m.process is not None, m.process or ""),
+        (m.thread is not None, m.thread or 0),
+        m.client_id,
+        m.member_id,
+        _task_ids(m),
+    )
+
+
+class _Subtopologies(NamedTuple):
+    listed: list[JsonObject]
+    repartition_tasks: int
+    repartition_topics: list[str]
+
+
+def _subtopologies(poll: Poll) -> _Subtopologies | None:
+    """The active tasks of each sub-topology, the topics they read, and which of those are
+    repartition topics; None when no task reads a partition."""
+    kinds = {t.name: t.internal_kind for t in poll.topics}
+    tasks: dict[str, set[str]] = {}
+    topics: dict[str, set[str]] = {}
+    repartition: dict[str, set[str]] = {}
+    for m in poll.members:
+        for task in m.active:
+            for tp in task.partitions:
+                s = task.subtopology
+                tasks.setdefault(s, set()).add(task.task)
+                topics.setdefault(s, set()).add(tp.topic)
+                kind = kinds.get(tp.topic)
+                # The agent's classification, else the name Kafka Streams gives them.
+                if kind == "repartition" if kind is not None else tp.topic.endswith("-repartition"):
+                    repartition.setdefault(s, set()).add(tp.topic)
+    if not tasks:
+        return None
+    # Numeric ids in numeric order ("2" before "10"), named ones after.
+    ordered = sorted(tasks, key=lambda s: (len(s), s))
+    return _Subtopologies(
+        [
+            {
+                "subtopology": s,
+                "tasks": len(tasks[s]),
+                "topics": sorted(topics[s]),
+                "reads_repartition": s in repartition,
+            }
+            for s in ordered
+        ],
+        sum(len(tasks[s]) for s in repartition),
+        sorted({topic for read in repartition.values() for topic in read}),
+    )
+
+
+def _found(ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory) -> Found:
+    p, now = ev.params, ev.now
+    window = p.tasks_per_thread_lag_window
+    threads = _threads(now)
+    subtopologies = _subtopologies(now)
+    busiest, count, busiest_count = threads.busiest, members.size, members.busiest
+    active = len(now.active_tasks)
+    needed = ceil(active / (p.tasks_per_thread_threshold - 1))
+    per_instance = ceil(needed / threads.instances)
+    instances = ceil(needed / threads.threads_per_instance)
+    slope = lags.slope()
+    first, last = floors[0], floors[-1]
+    # Growing: every floor is known.
+    assert first is not None  # noqa: S101
+    assert last is not None  # noqa: S101
+    repartition_tasks = subtopologies.repartition_tasks if subtopologies is not None else None
+    repartitions = fewer_repartitions = ""
+    if subtopologies is not None and subtopologies.repartition_tasks > 0:
+        repartitions = (
+            f"; {subtopologies.repartition_tasks} of the {counted(active, 'task')} read "
+            f"repartition topics ({', '.join(subtopologies.repartition_topics)}), as many tasks "
+            "again as their sub-topologies' input partitions"
+        )
+        fewer_repartitions = (
+            ", or repartition less (fewer groupBy, selectKey or join steps that re-key)"
+        )
+    explanation = (
+        f"group {ev.group}'s busiest stream thread "
+        f"({thread_name(busiest.process, busiest.thread, busiest.client_id)}) runs "
+        f"{counted(busiest_count, 'active task')} ({active / count:.1f} per thread on "
+        f"average: {counted(active, 'task')} on {counted(count, 'stream thread')} of "
+        f"{counted(threads.instances, 'instance')}) while the group's lag kept growing over "
+        f"the last {window:.0f} s (its low point rose from {first} to {last} records, about "
+        f"{slope if slope is not None else 0.0:.1f} records/s): the threads cannot keep up"
+        f"{repartitions}; run {counted(per_instance, 'stream thread')} per instance "
+        "(num.stream.threads, on instances with idle CPU cores), or "
+        f"{counted(instances, 'instance')}, for {counted(needed, 'thread')} in all (beyond "
+        f"{counted(active, 'thread')} they sit idle){fewer_repartitions}"
+    )
+    evidence: JsonObject = {
+        "max_tasks_per_thread": busiest_count,
+        "mean_tasks_per_thread": rounded(active / count, 2),
+        "tasks_per_thread_threshold": p.tasks_per_thread_threshold,
+        "busiest": {
+            "active_tasks": busiest.active_count,
+            "process": busiest.process,
+            "thread": busiest.thread,
+            "client_id": busiest.client_id,
+            "member_id": busiest.member_id,
+            "tasks": _task_ids(busiest),
+        },
+        "threads": count,
+        "instances": threads.instances,
+        "threads_per_instance": threads.threads_per_instance,
+        "active_tasks": active,
+        "repartition_tasks": repartition_tasks,
+        "subtopologies": subtopologies.listed if subtopologies is not None else None,
+        "lag_records": now.lag_total,
+        "lag_floor_per_quarter": list(floors),
+        "lag_growth_records": last - first,
+        "lag_growth_per_second": rounded(slope, 1),
+        "window_seconds": float(window),
+        "group_type": now.group_type,
+        "fix": {
+            "threads": needed,
+            "num_stream_threads": per_instance,
+            "instances": instances,
+            "max_useful_threads": active,
+        },
+    }
+    return Found(
+        KIND,
+        "warning",
+        FindingSubject(),
+        explanation,
+        evidence,
+        since=lags.since(p.tasks_per_thread_threshold, p.tasks_per_thread_min_lag_growth),
+    )

@@ -1,5 +1,4 @@
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.results import STORE_MEMORY_ESTIMATE
 from agent.config.schema import DetectorsConfig
@@ -60,15 +59,13 @@ def test_a_healthy_instance_is_judged(detector_results: DetectorResults) -> None
     assert float(GROWTH_UNTIL) in _judged_at(detector_results, "ssf-changelog-cleaned")
 
 
-def test_a_bounded_shared_cache_is_the_instance_total(spark: SparkSession) -> None:
+def test_a_bounded_shared_cache_is_the_instance_total() -> None:
     """With a RocksDBConfigSetter bounding every store to one shared 256 MiB, 12 RocksDB
     instances cost 256 MiB: not 1176 MiB, and under 80% of 1 GiB."""
     over, generous = (c for c in CASES if c.name in ("ssf-windowed-over", "ssf-generous-limit"))
-    bounded = run_cases(
-        spark, [over, generous], DetectorsConfig(rocksdb_bounded_memory_bytes=256 * MIB)
-    )
+    bounded = run_cases([over, generous], DetectorsConfig(rocksdb_bounded_memory_bytes=256 * MIB))
     assert [c for c in bounded.by_group[over.name] if c.kind == KIND] == []
     assert _estimates(bounded, over.name) == {"pA": float(256 * MIB)}
-    tight = run_cases(spark, [over], DetectorsConfig(rocksdb_bounded_memory_bytes=900 * MIB))
+    tight = run_cases([over], DetectorsConfig(rocksdb_bounded_memory_bytes=900 * MIB))
     (found,) = {c.subject.process for c in tight.by_group[over.name] if c.t == T0 + UNTIL}
     assert found == "pA"

@@ -1,6 +1,7 @@
 """hot_partitions_colocated: hot units piled on one member or instance."""
 
-from collections.abc import Mapping, Sequence
+import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 
 from agent.aggregation.hysteresis import Candidate
 from agent.model import MemberInfo, Snapshot
@@ -38,6 +39,66 @@ def _history(
 
 def _tasks(*partitions: int) -> dict[str, list[tuple[str, int]]]:
     return {f"0_{p}": [(TOPIC, p)] for p in partitions}
+
+
+def _without_process(member: MemberInfo) -> MemberInfo:
+    """A decoded stream thread whose process id is not known (the userData left it empty)."""
+    assert member.streams is not None
+    return dataclasses.replace(member, streams=dataclasses.replace(member.streams, process_id=""))
+
+
+def _by_level(candidates: list[Candidate]) -> dict[tuple[str, str | None], Candidate]:
+    return {(str(c.evidence["level"]), c.subject.process): c for c in candidates}
+
+
+def _no_move(reason: str, limited_by: str) -> Callable[[list[Candidate]], None]:
+    """A check: pA's findings (member and instance) advise no move, for ``reason``, which
+    is about instance ``limited_by`` (or its one thread)."""
+
+    def check(candidates: list[Candidate]) -> None:
+        by_level = _by_level(candidates)
+        for level in ("member", "instance"):
+            found = by_level[level, "pA"]
+            assert found.evidence["suggested_move"] is None, found.evidence
+            assert found.evidence["no_move_reason"] == reason, found.evidence
+            assert "no single move" in found.explanation, found.explanation
+            assert "to cut" not in found.explanation, found.explanation
+            other = found.evidence["limited_by"]
+            assert isinstance(other, dict), found.evidence
+            assert other["process"] == limited_by, found.evidence
+
+    return check
+
+
+def _check_busiest_elsewhere(candidates: list[Candidate]) -> None:
+    _no_move("another_is_as_busy", "pB")(candidates)
+    by_level = _by_level(candidates)
+    for level in ("member", "instance"):
+        move = by_level[level, "pB"].evidence["suggested_move"]
+        assert isinstance(move, dict)
+        assert (move["unit"], move["max_load_before"], move["max_load_after"]) == ("0_3", 70, 60)
+        assert by_level[level, "pB"].evidence["no_move_reason"] is None
+        assert by_level[level, "pB"].evidence["limited_by"] is None
+
+
+def _check_processless_target(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    move = found.evidence["suggested_move"]
+    assert isinstance(move, dict)
+    assert move["to_member_id"] == "app-pX-StreamThread-1-consumer-pX1", move
+    assert move["to_process"] is None, "its process is not known: no client id in its place"
+    assert "move 0_0 to member app-pX-StreamThread-1-consumer " in found.explanation, (
+        found.explanation
+    )
+    assert "instance app-pX" not in found.explanation, found.explanation
+
+
+def _check_processless_holder(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    assert found.evidence["process"] is None, found.evidence
+    assert found.explanation.startswith("member app-pX-StreamThread-1-consumer holds 2 hot"), (
+        found.explanation
+    )
 
 
 def _check_move(candidates: list[Candidate]) -> None:
@@ -170,5 +231,103 @@ CASES = [
             {0: 100, 1: 100},
             state="PreparingRebalance",
         ),
+    ),
+    # Issue 25, "advice that helps nobody": a move that leaves the maximum where it is.
+    Case(
+        "hot-max-is-one-task",
+        "pA holds hot 0_0 and 0_1 while pC holds none, but pB's one task 0_2 alone carries "
+        "120 records/s, the group's maximum (mean 61.7): no move lowers it, so none is "
+        "advised (the old rule said: from 120.0 to 120.0)",
+        KIND,
+        _history(
+            "hot-max-is-one-task",
+            [
+                streams_member("pA", 1, _tasks(0, 1, 3)),
+                streams_member("pB", 1, _tasks(2)),
+                streams_member("pC", 1, _tasks(4, 5, 6, 7)),
+            ],
+            {0: 20, 1: 20, 2: 120},
+        ),
+        expect=[Expect("warning", "pA", 1), Expect("warning", "pA")],
+        check=_no_move("one_unit_is_the_maximum", "pB"),
+    ),
+    Case(
+        "hot-busiest-elsewhere",
+        "pA (60 records/s) and pB (70) each hold two hot tasks while pC holds none: moving "
+        "one of pB's to pC cuts the maximum from 70 to 60; moving one of pA's cuts nothing "
+        "(the old rule said: from 70.0 to 70.0), so pA's findings advise no move",
+        KIND,
+        _history(
+            "hot-busiest-elsewhere",
+            [
+                streams_member("pA", 1, _tasks(0, 1)),
+                streams_member("pB", 1, _tasks(2, 3)),
+                streams_member("pC", 1, _tasks(*range(4, 12))),
+            ],
+            {0: 30, 1: 30, 2: 30, 3: 40, **dict.fromkeys(range(4, 12), 2.0)},
+            partitions=12,
+        ),
+        expect=[
+            Expect("warning", "pA", 1),
+            Expect("warning", "pA"),
+            Expect("warning", "pB", 1),
+            Expect("warning", "pB"),
+        ],
+        check=_check_busiest_elsewhere,
+    ),
+    Case(
+        "hot-no-room",
+        "pA (100 records/s) holds hot 0_0 and 0_1 at 50 each; pB holds none but carries 60: "
+        "either task would leave pB at 110, busier than pA is now (the old rule said: from "
+        "100.0 to 110.0), so no move is advised",
+        KIND,
+        _history(
+            "hot-no-room",
+            [
+                streams_member("pA", 1, _tasks(0, 1)),
+                streams_member("pB", 1, _tasks(*range(2, 14))),
+            ],
+            {0: 50, 1: 50},
+            partitions=14,
+        ),
+        expect=[Expect("warning", "pA", 1), Expect("warning", "pA")],
+        check=_no_move("destination_would_be_as_busy", "pB"),
+    ),
+    # Issue 25, "a consumer client id shown as an instance".
+    Case(
+        "hot-processless-target",
+        "the only member holding no hot task is a stream thread whose process id is not "
+        "known: a member, not an instance, so only the member level fires, and the move "
+        "names it by its client id, never as an instance (the old rule named instance "
+        "app-pX-StreamThread-1-consumer)",
+        KIND,
+        _history(
+            "hot-processless-target",
+            [
+                streams_member("pA", 1, _tasks(0, 1, 2)),
+                streams_member("pB", 1, _tasks(3, 4)),
+                _without_process(streams_member("pX", 1, _tasks(5, 6, 7))),
+            ],
+            {0: 100, 1: 100, 3: 100},
+        ),
+        expect=[Expect("warning", "pA", 1)],
+        check=_check_processless_target,
+    ),
+    Case(
+        "hot-processless-holder",
+        "a stream thread whose process id is not known holds both hot tasks: the member "
+        "level fires with no instance in its subject (the old rule put its client id "
+        "there); no instance is known to hold them",
+        KIND,
+        _history(
+            "hot-processless-holder",
+            [
+                _without_process(streams_member("pX", 1, _tasks(0, 1, 2, 3))),
+                streams_member("pB", 1, _tasks(4, 5, 6, 7)),
+            ],
+            {0: 100, 1: 100},
+        ),
+        expect=[Expect("warning", None, 1)],
+        check=_check_processless_holder,
     ),
 ]

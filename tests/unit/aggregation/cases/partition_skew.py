@@ -5,7 +5,7 @@ from collections.abc import Mapping
 from agent.aggregation.hysteresis import Candidate
 from agent.model import Snapshot, TopicInfo
 from tests.support.snapshots import partition, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, Expect, times
+from tests.unit.aggregation.cases import T0, Case, Expect, all_of, evidence, explains, times
 
 KIND = "partition_skew"
 
@@ -83,5 +83,21 @@ CASES = [
         "one partition carries all of 3 records/s: too little traffic to matter",
         KIND,
         _history("skew-trickle", {"in": {0: 3.0, 1: 0.0, 2: 0.0, 3: 0.0}}),
+    ),
+    Case(
+        "skew-lone-input",
+        "a hot key puts 95% of the only topic's traffic on partition 1, and no other topic "
+        "of the group is skewed there (no repartition): it fires all the same, naming no "
+        "lineage (the Spark rule dropped a skewed partition with no skewed partner)",
+        KIND,
+        _history("skew-lone-input", {"skew-lone-input-in": {1: 60.0}}),
+        expect=[Expect("info", topic="skew-lone-input-in", partition=1)],
+        check=all_of(
+            evidence(inherited_by=[], inherited_from=[], topic_kind="input", partitions=4),
+            explains(
+                "partition skew-lone-input-in-1 carries 95% of topic skew-lone-input-in's "
+                "63.0 records/s (a hot key); its consumer cannot spread that load",
+            ),
+        ),
     ),
 ]

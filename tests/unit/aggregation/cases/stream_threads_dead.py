@@ -1,5 +1,6 @@
 """stream_threads_dead: fewer stream threads than an instance should run."""
 
+import dataclasses
 from collections.abc import Callable
 
 from agent.model import MemberInfo, SidecarInfo, SidecarThread, Snapshot
@@ -50,6 +51,12 @@ def _sidecar(
             SidecarThread(f"app-pA-StreamThread-{i}", i, "RUNNING") for i in range(1, alive + 1)
         ),
     )
+
+
+def _unknown_process(s: float) -> SidecarInfo:
+    # Neither the app's metrics, nor a state directory, nor the members it matched know
+    # the process id: the sidecar reports it empty, as its members' subscriptions do.
+    return dataclasses.replace(_sidecar(), process_id="")
 
 
 def _rolling_restart(s: float) -> list[MemberInfo]:
@@ -178,6 +185,19 @@ CASES = [
             "threads-sidecar-app-unreachable",
             lambda _s: _threads("pA", 1, 2),
             lambda _s: _sidecar(alive=0, up=False),
+        ),
+    ),
+    Case(
+        "threads-sidecar-process-unknown",
+        "a healthy app (2 of 2 threads alive, RUNNING) whose process id nobody knows: its "
+        "members' subscriptions carry an empty one (a future version) and so does its "
+        "sidecar. An unknown process id is no instance: not one with no member in the "
+        "group (a false critical), nor a finding's process",
+        KIND,
+        _history(
+            "threads-sidecar-process-unknown",
+            lambda _s: _threads("", 1, 2),
+            _unknown_process,
         ),
     ),
 ]
