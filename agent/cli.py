@@ -222,7 +222,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
     config = load_usable_config(args.config)
     if args.replay:
-        result = commands.replay_recordings(config, args.replay, master=args.master)
+        result = commands.replay_recordings(config, args.replay)
         if args.json:
             for event in result.events:
                 print(event.to_json().decode())

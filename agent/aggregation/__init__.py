@@ -1,18 +1,15 @@
-"""The aggregation job: snapshots in, findings and metrics out (PySpark).
+"""The aggregation job: snapshots in, findings and metrics out.
 
-Data flow, one module per step: ``source`` (snapshot topic, spool directory
-or recorded files) -> ``parse`` (JSON -> typed rows, bad ones quarantined)
--> ``history`` (a bounded recent-history table under the checkpoint
-directory) -> ``tables`` (typed tables: groups, members, units, partitions,
-changelogs, sidecar) -> ``rates`` and ``detectors`` (pure DataFrame -> DataFrame
-functions over those tables, evaluated at given event times) -> ``evaluate``
-(one call that runs them all, the code path shared by streaming and replay)
--> ``hysteresis`` (open/close findings, no Spark) -> ``exposition`` (the
-job's /metrics) and ``findings_topic``. ``job`` and ``replay`` are the edges
-that run it.
+Data flow, one module per step: ``source`` (the snapshot topic or a spool
+directory) -> ``operator`` (Spark's stateful operator, keyed by a bucket of
+groups) -> ``bucket`` (one bucket's new snapshots: ``facts`` decoded, each
+group's ``group.step``: its series' ``window`` judged by the ``rules``, then
+``hysteresis``) -> ``board`` (the driver's view of every group, the cluster
+rules) -> ``job`` (the ledger, the findings topic, ``exposition``: the job's
+/metrics). ``replay`` runs ``bucket`` and ``board`` over recorded files.
 
-Everything here but ``hysteresis``, ``state``, ``exposition`` and
-``findings_topic`` (and ``commands``, which imports Spark only when a job
-starts) imports pyspark; the agent daemon never imports this package, and
-``ksmon explain`` only its Spark-free findings-topic reader.
+Only ``operator``, ``job``, ``session``, ``source`` and ``kafka_package``
+import pyspark; the rules and everything they need are plain Python, tested
+without a JVM. The agent daemon never imports this package, and ``ksmon
+explain`` only its Spark-free findings-topic reader.
 """

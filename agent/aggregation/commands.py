@@ -1,7 +1,7 @@
 """The aggregation job's CLI commands as functions that return data; cli.py prints.
 
 ``ksmon findings`` reads the findings topic and needs no Spark; ``ksmon
-aggregate`` (streaming, or ``--replay`` over recorded files) starts one.
+aggregate`` starts one; ``--replay`` over recorded files needs none.
 """
 
 import logging
@@ -43,28 +43,16 @@ def open_findings(config: Config) -> list[Finding]:
         ) from e
 
 
-def replay_recordings(
-    config: Config, paths: list[Path], *, master: str | None = None
-) -> "ReplayResult":
-    from agent.aggregation.job import checkpoint_dir  # noqa: PLC0415 - starts no JVM yet
+def replay_recordings(config: Config, paths: list[Path]) -> "ReplayResult":
+    """The rules over recorded files, in this process (no Spark: replay is plain Python)."""
+    from agent.aggregation.checkpoint import checkpoint_dir  # noqa: PLC0415
     from agent.aggregation.replay import replay  # noqa: PLC0415
-    from agent.aggregation.session import spark_session  # noqa: PLC0415
 
-    spark_config = config.aggregation.spark
-    spark = spark_session(
-        "ksmon-replay",
-        master=master or spark_config.master,
-        shuffle_partitions=spark_config.shuffle_partitions,
+    return replay(
+        paths,
+        config.aggregation.detectors,
+        quarantine_dir=checkpoint_dir(config.aggregation) / "quarantine",
     )
-    try:
-        return replay(
-            spark,
-            paths,
-            config.aggregation.detectors,
-            quarantine_dir=checkpoint_dir(config.aggregation) / "quarantine",
-        )
-    finally:
-        spark.stop()
 
 
 def run_aggregate(config: Config, *, master: str | None = None) -> None:

@@ -367,6 +367,8 @@ def read(plain: object) -> tuple[SnapshotKey, Poll]:
     """Decoded JSON -> key and facts; ``BadSnapshotError`` when it cannot be used."""
     try:
         return _read(plain)
+    except BadSnapshotError:
+        raise
     except _WrongKindError as e:
         raise MalformedSnapshotError(str(e)) from None
     except (TypeError, AttributeError, KeyError, ValueError) as e:  # a kind not checked below

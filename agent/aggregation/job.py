@@ -1,27 +1,26 @@
 """``ksmon aggregate``: the streaming job, its micro-batches, and restarts that lose nothing.
 
 A Structured Streaming query reads snapshots (the snapshot topic or a spool
-directory) and hands each micro-batch to ``foreachBatch``. There, per batch id:
+directory), keys them by a bucket of groups and judges them in the stateful
+operator (``operator``): each group's windows and hysteresis live in Spark's
+state store, only groups with a new poll are judged, and each bucket reports
+what changed. ``foreachBatch`` hands the reports to the driver, per batch id:
 
-1. the batch's snapshots are parsed; bad ones are counted and set aside;
-2. the good ones join the recent history as the tables the detectors read
-   (Parquet under the checkpoint directory, written under the batch id: a
-   re-run overwrites itself);
-3. every detector runs over the history at the batch's new poll times
-   (``evaluate``, the path replay uses too, through the plan the job built
-   once at start: ``template``), or at the newest few of each group's when
-   ``judged_polls_per_batch`` says so (``judging``);
-4. hysteresis turns candidates into open/update/close events, and the new
-   state and the events are written to ``state/batch-<id>.json`` (atomic);
-5. the events go to the findings topic, then ``published.json`` records it;
-6. /metrics shows the batch's findings and gauges.
+1. the reports are collected (once: the operator's state is committed with
+   the batch);
+2. the board folds them in (``board``): open findings, gauges, the cluster
+   rules over what every group of a cluster shares;
+3. the batch's events and the board's lasting part go to
+   ``ledger/batch-<id>.json`` (atomic);
+4. the events go to the findings topic, then ``published.json`` records it;
+5. /metrics shows the board.
 
-Spark re-runs a batch whose commit it did not record. If its state file
-exists, the batch was evaluated: the job only publishes what is not on the
-topic yet (event ids are deterministic) and moves on, so a job killed at any
-point and restarted neither loses nor repeats a finding. Detectors see
-event time only; the horizon (the newest poll time seen minus the look-back)
-trims the history, and snapshots older than it are counted as late.
+Spark re-runs a batch whose commit it did not record, from the state of the
+batch before, so the operator reports the same again (the rules are
+deterministic). If the batch's ledger file exists, the batch was folded in:
+the job only publishes what is not on the topic yet (event ids are
+deterministic) and moves on. So a job killed at any point and restarted
+neither loses nor repeats a finding.
 """
 
 import json
@@ -37,31 +36,17 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from agent.aggregation.evaluate import evaluate, partition_look_back, stored_tables
+from agent.aggregation.board import BatchTally, Board
+from agent.aggregation.checkpoint import Checkpoint, checkpoint_dir
 from agent.aggregation.exposition import JobCollector
-from agent.aggregation.findings_topic import (
-    FindingsPublisher,
-    FindingsTopicError,
-    TopicToCreate,
-)
-from agent.aggregation.history import History
-from agent.aggregation.hysteresis import HysteresisState, advance
-from agent.aggregation.judging import snapshots_to_judge
+from agent.aggregation.findings_topic import FindingsPublisher, FindingsTopicError, TopicToCreate
 from agent.aggregation.kafka_package import kafka_source_jars
-from agent.aggregation.parse import KEY_COLUMNS, Inventory, parse_snapshots, take_inventory
-from agent.aggregation.quarantine import write_quarantined
+from agent.aggregation.operator import judged, outputs
+from agent.aggregation.quarantine import write_rejected
 from agent.aggregation.session import spark_session
 from agent.aggregation.source import kafka_stream, spool_stream
 from agent.aggregation.state import JobState
-from agent.aggregation.tables import AT_EVALUATIONS, RECENT, build_tables
-from agent.aggregation.template import (
-    EvaluationTemplate,
-    evaluation_template,
-    evaluation_times,
-)
 from agent.config import Config, kafka_client_settings
-from agent.config.schema import AggregationConfig
-from agent.embedded.cache import state_dir
 from agent.errors import ConfigError, first_line
 from agent.exposition.http import MetricsServer
 from agent.model.findings import FindingEvent
@@ -69,12 +54,7 @@ from agent.model.records import from_plain, to_plain
 
 log = logging.getLogger(__name__)
 
-
-_STATES_KEPT = 20
-
-
-def checkpoint_dir(aggregation: AggregationConfig) -> Path:
-    return aggregation.checkpoint_dir or state_dir() / "aggregate"
+_BATCHES_KEPT = 20
 
 
 def job_session(config: Config, *, master: str | None = None) -> SparkSession:
@@ -86,37 +66,24 @@ def job_session(config: Config, *, master: str | None = None) -> SparkSession:
         master=master or spark.master,
         shuffle_partitions=spark.shuffle_partitions,
         driver_memory=f"{max(1, spark.driver_memory // 2**20)}m",
-        extra={
-            **({"spark.jars": ",".join(str(j) for j in jars)} if jars else {}),
-            # Local checkpoints of old batches go once their DataFrames are gone.
-            "spark.cleaner.periodicGC.interval": "5min",
-            # Interpreted expressions. A micro-batch is a few polls against a short history:
-            # its tasks spent most of their time generating Java source for hundreds of
-            # operators' projections and orderings, for a few thousand rows. Measured
-            # (docs/benchmarks.md) on 10 apps x 30 min of history: the run of one batch's
-            # evaluation from 11.2 s to 6.2 s, its first (cold) run from 22.5 s to 11.8 s.
-            # Replay keeps code generation: over every poll of a recording it pays off.
-            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
-        },
+        extra={"spark.jars": ",".join(str(j) for j in jars)} if jars else None,
     )
 
 
 @dataclass(frozen=True)
 class BatchRecord:
-    """What ``state/batch-<id>.json`` holds: the state after the batch, and its events."""
+    """What ``ledger/batch-<id>.json`` holds: the batch's events and the board after it."""
 
     batch_id: int
-    state: HysteresisState
     events: list[FindingEvent]
-    newest: dict[str, float]  # per cluster, the newest poll time seen so far
+    board: dict[str, object]
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "batch_id": self.batch_id,
-                "state": json.loads(self.state.to_json()),
                 "events": [to_plain(e) for e in self.events],
-                "newest": self.newest,
+                "board": self.board,
             },
             separators=(",", ":"),
         )
@@ -126,14 +93,13 @@ class BatchRecord:
         plain = json.loads(text)
         return cls(
             batch_id=int(plain["batch_id"]),
-            state=HysteresisState.from_json(json.dumps(plain["state"])),
             events=[from_plain(FindingEvent, e) for e in plain["events"]],
-            newest={str(k): float(v) for k, v in plain["newest"].items()},
+            board=dict(plain["board"]),
         )
 
 
 class BatchLedger:
-    """The per-batch state files and the publishing mark, under the checkpoint directory."""
+    """The per-batch records and the publishing mark, under the checkpoint directory."""
 
     def __init__(self, directory: Path) -> None:
         self.directory = directory
@@ -156,7 +122,7 @@ class BatchLedger:
         tmp = path.with_suffix(".tmp")
         tmp.write_text(record.to_json())
         tmp.replace(path)
-        for old in self._ids()[:-_STATES_KEPT]:
+        for old in self._ids()[:-_BATCHES_KEPT]:
             self.path(old).unlink(missing_ok=True)
 
     def published_through(self) -> int:
@@ -197,13 +163,17 @@ class AggregationJob:
         self.spark = spark
         self.clock = clock
         self.directory = checkpoint_dir(self.aggregation)
-        self.history = History(spark, self.directory / "history")
-        self.ledger = BatchLedger(self.directory / "state")
-        self.quarantine_dir = self.directory / "quarantine"
+        self.checkpoint = Checkpoint(
+            self.directory,
+            buckets=self.aggregation.buckets,
+            partitions=int(spark.conf.get("spark.sql.shuffle.partitions") or "1"),
+        )
+        self.ledger = BatchLedger(self.checkpoint.ledger)
         self.state = JobState()
+        self.board = Board()
+        self._board_batch: int | None = None  # the batch the board reflects
         self.publisher = self._publisher()
         self._query: object | None = None
-        self._template: EvaluationTemplate | None = None
         self._lock = threading.Lock()
         self.server: MetricsServer | None = None
         if serve_http:
@@ -219,15 +189,18 @@ class AggregationJob:
     def start(self) -> None:
         if self.server is not None:
             self.server.start()
-        restored = self.ledger.latest_before(2**62)
-        if restored is not None:
-            self.state.restored(restored.state.open, restored.newest)
-        self.build_plan()
+        self.checkpoint.prepare()
+        latest = self.ledger.latest_before(2**62)
+        if latest is not None:
+            self.board = Board.restored(latest.board)
+            self._board_batch = latest.batch_id
+            self.state.restored(self.board.open_findings(), self.board.newest)
         if self.publisher is not None:
             # Now, so `ksmon findings` finds the topic before the first finding; a cluster
             # away at start is no reason to stop: each batch tries again before publishing.
             try:
                 self.publisher.ensure_topic()
+                self._close_earlier_layout()
             except FindingsTopicError as e:
                 log.warning("%s; trying again with the first micro-batch", e)
         self.start_query()
@@ -239,19 +212,13 @@ class AggregationJob:
             self.aggregation.listen,
         )
 
-    def build_plan(self) -> None:
-        """Build the evaluation's plan once (``template``): before the first batch, so no
-        batch pays for it."""
-        with self._lock:
-            self._template = evaluation_template(self.spark, self.params)
-
     def start_query(self) -> None:
         """(Re)start the streaming query from its checkpoint: after a failed micro-batch,
         Spark re-runs that batch, which the ledger makes idempotent."""
         self._query = (
-            self._source()
+            judged(self._source(), self.aggregation.buckets, self.params)
             .writeStream.foreachBatch(self._on_batch)
-            .option("checkpointLocation", str(self.directory / "spark"))
+            .option("checkpointLocation", str(self.checkpoint.stream))
             .trigger(processingTime=f"{self.aggregation.trigger_interval} seconds")
             .queryName("ksmon-aggregate")
             .start()
@@ -298,11 +265,6 @@ class AggregationJob:
 
     # -- one micro-batch ----------------------------------------------------------------
 
-    def process_batch(self, batch: DataFrame, batch_id: int) -> None:
-        """One micro-batch (``value``, ``origin`` rows), as the streaming query hands it
-        over; public for benchmarks that feed batches without a query."""
-        self._on_batch(batch, batch_id)
-
     def _on_batch(self, batch: DataFrame, batch_id: int) -> None:
         with self._lock:
             started = self.clock()
@@ -310,6 +272,7 @@ class AggregationJob:
                 self._process(batch, batch_id, started)
             except Exception:
                 self.state.batch_failed()
+                self._board_batch = None  # folded half-way, perhaps: read it back next time
                 log.exception("micro-batch %d failed; the job carries on", batch_id)
                 raise
 
@@ -317,105 +280,50 @@ class AggregationJob:
         done = self.ledger.load(batch_id)
         if done is not None:
             log.info(
-                "micro-batch %d was evaluated before a restart; publishing what is missing",
+                "micro-batch %d was folded in before a restart; publishing what is missing",
                 batch_id,
             )
             self._publish(done)
-            self.state.restored(done.state.open, done.newest)
+            self.board = Board.restored(done.board)
+            self._board_batch = batch_id
+            self.state.restored(self.board.open_findings(), self.board.newest)
             return
-        previous = self.ledger.latest_before(batch_id)
-        state = previous.state if previous is not None else HysteresisState()
-        newest = dict(previous.newest) if previous is not None else {}
-
-        batch = batch.persist()
-        try:
-            parsed = parse_snapshots(batch)
-            inventory = take_inventory(parsed)
-            if inventory.quarantined:
-                write_quarantined(parsed.quarantined, self.quarantine_dir, f"batch-{batch_id:012d}")
-                log.warning("micro-batch %d: quarantined %s", batch_id, inventory.quarantined)
-            for cluster, _group, _agent, t in inventory.snapshots:
-                newest[cluster] = max(newest.get(cluster, t), t)
-            newest_t = max(newest.values(), default=0.0)
-            horizon = newest_t - self.params.history_retention
-            self._store(parsed.parsed, inventory, batch_id)
-        finally:
-            batch.unpersist()
-
-        read = self.clock()
-        judging = snapshots_to_judge(
-            inventory.snapshots,
-            horizon=horizon,
-            evaluated_until=state.last_evaluated(),
-            newest_per_series=self.aggregation.judged_polls_per_batch,
-        )
-        to_evaluate = judging.judged
-        result = None
-        if to_evaluate:
-            # Each evaluation looks back from its own time: a batch spanning more event
-            # time than the retention's margin (a slow or catching-up job) must still
-            # see the full look-back of its oldest evaluation.
-            oldest = min(key[3] for key in to_evaluate)
-            read_from = min(horizon, oldest - self.params.history_retention)
-            since = dict.fromkeys(AT_EVALUATIONS, oldest)
-            since.update(dict.fromkeys(RECENT, oldest - partition_look_back(self.params)))
-            evaluations = evaluation_times(self.spark, to_evaluate)
-            stored = self.history.read(batch_id, read_from, since)
-            tables = stored_tables(stored, evaluations, self.params)
-            if self._template is not None:
-                result = self._template.evaluate(tables, evaluations)
-            else:
-                result = evaluate(tables, evaluations, self.params)
-            state, events = advance(
-                state,
-                result.candidates,
-                result.coverage,
-                close_after=self.params.evaluation_window,
-                forget_after=self.params.history_retention,
+        if self._board_batch != batch_id - 1:
+            previous = self.ledger.latest_before(batch_id)
+            self.board = Board.restored(previous.board) if previous is not None else Board()
+        # One action: the operator's state is committed with the batch it computes.
+        reports = outputs(batch.collect())
+        judged_at = self.clock()
+        events, tally = self.board.apply(reports, self.params)
+        rejected = [r for out in reports for r in out.rejected]
+        if rejected:
+            write_rejected(rejected, self.checkpoint.quarantine, f"batch-{batch_id:012d}")
+            log.warning("micro-batch %d: set aside %s", batch_id, dict(tally.rejected))
+        if tally.windows_dropped:
+            log.warning(
+                "micro-batch %d: the look-back of %d groups was kept by another ksmon version "
+                "and is refilled from new polls (open findings carry on)",
+                batch_id,
+                tally.windows_dropped,
             )
-        else:
-            events = []
-        evaluated = self.clock()
-        record = BatchRecord(batch_id, state, events, newest)
+        record = BatchRecord(batch_id, events, self.board.saved())
         self.ledger.save(record)
+        self._board_batch = batch_id
         self._publish(record)
-        self.history.trim(horizon)
         finished = self.clock()
         self.state.batch_done(
             at=finished,
             seconds=finished - started,
-            open_findings=state.open,
-            gauges=result.gauges if result is not None else None,
+            open_findings=self.board.open_findings(),
+            gauges=self.board.gauge_rows(),
             events=events,
-            processed=inventory.accepted,
-            quarantined=inventory.quarantined,
-            late=judging.late,
-            not_judged=judging.skipped,
-            newest=newest,
+            processed=tally.accepted,
+            quarantined=dict(tally.rejected),
+            late=tally.late,
+            not_judged=tally.duplicates,
+            newest=self.board.newest,
         )
-        _log_batch(
-            batch_id,
-            events,
-            (read - started, evaluated - read, finished - evaluated),
-            snapshots=inventory.accepted,
-            evaluated=len(to_evaluate),
-            skipped=judging.skipped,
-        )
-
-    def _store(self, parsed: DataFrame, inventory: Inventory, batch_id: int) -> None:
-        """The batch's snapshots into the history as tables, each snapshot once: a
-        snapshot delivered twice (in this batch, or stored by an earlier one) is not
-        stored again."""
-        earlier = self.history.stored_before(batch_id)
-        fresh = [key for key in inventory.snapshots if key not in earlier]
-        if not fresh:
-            return
-        if len(fresh) < len(inventory.snapshots):
-            keys = evaluation_times(self.spark, fresh)
-            parsed = parsed.join(keys, list(KEY_COLUMNS), "left_semi")
-        if inventory.accepted > len(inventory.snapshots):
-            parsed = parsed.dropDuplicates(list(KEY_COLUMNS))
-        self.history.append(build_tables(parsed), batch_id, fresh)
+        _log_batch(batch_id, events, tally, (judged_at - started, finished - judged_at))
 
     def _publish(self, record: BatchRecord) -> None:
         if self.publisher is None or record.batch_id <= self.ledger.published_through():
@@ -426,6 +334,22 @@ class AggregationJob:
             sent = self.publisher.already_published(events)
             self.publisher.publish(e for e in events if e.event_id not in sent)
         self.ledger.mark_published(record.batch_id)
+
+    def _close_earlier_layout(self) -> None:
+        """Findings an earlier ksmon's job left open (its checkpoint layout had no state
+        store): closed on the topic once, since this job cannot carry their hysteresis."""
+        if self.publisher is None:
+            return
+        closing = self.checkpoint.earlier_open_findings()
+        if closing:
+            at = self.clock()
+            self.publisher.publish(FindingEvent.of("close", at, f) for f in closing)
+            log.warning(
+                "closed the %d findings the earlier job left open; those still true open "
+                "again within their rules' look-back",
+                len(closing),
+            )
+        self.checkpoint.earlier_handled()
 
     # -- edges ---------------------------------------------------------------------------
 
@@ -461,13 +385,7 @@ class AggregationJob:
 
 
 def _log_batch(
-    batch_id: int,
-    events: list[FindingEvent],
-    phases: tuple[float, float, float],
-    *,
-    snapshots: int,
-    evaluated: int,
-    skipped: int,
+    batch_id: int, events: list[FindingEvent], tally: BatchTally, phases: tuple[float, float]
 ) -> None:
     for event in events:
         f = event.finding
@@ -482,13 +400,14 @@ def _log_batch(
             f.explanation,
         )
     log.info(
-        "micro-batch %d: %d snapshots, %d evaluated, %d events, %.1fs "
-        "(reading %.1fs, evaluating %.1fs, publishing %.1fs)%s",
+        "micro-batch %d: %d snapshots, %d judged, %d events, %.1fs "
+        "(judging %.1fs, publishing %.1fs)%s%s",
         batch_id,
-        snapshots,
-        evaluated,
+        tally.accepted,
+        tally.judged,
         len(events),
         sum(phases),
         *phases,
-        f"; {skipped} older polls not judged (judged_polls_per_batch)" if skipped else "",
+        f"; {tally.late} late" if tally.late else "",
+        f"; {tally.gone} groups no longer polled forgotten" if tally.gone else "",
     )

@@ -1,25 +1,33 @@
-"""Replay: the detectors over recorded snapshot files, in one batch.
+"""Replay: the rules over recorded snapshot files, in one batch, without Spark.
 
-For tests, backfills and incident reviews. The same evaluation as the
-streaming job (``evaluate``), at every recorded poll, then hysteresis over
-the whole timeline: the result is what the job would have opened and closed,
-and when, had it watched live.
+For tests, backfills and incident reviews. The same code as the streaming
+job's stateful operator (``bucket.judge_records``: facts, windows, every rule
+at every recorded poll, hysteresis) and its board (the cluster rules), over
+every recorded snapshot at once: the result is what the job would have
+opened and closed, and when, had it watched live.
+
+Recorded files are spool files or any JSON-lines files (``.jsonl``,
+``.json``, ``.ndjson``), gzipped or not (``.gz``); a directory stands for the
+recordings inside it.
 """
 
+import gzip
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pyspark.sql import SparkSession
-
-from agent.aggregation.evaluate import evaluate, prepare, snapshot_tables
-from agent.aggregation.hysteresis import HysteresisState, advance
-from agent.aggregation.parse import parse_snapshots, take_inventory
-from agent.aggregation.quarantine import write_quarantined
+from agent.aggregation.board import Board
+from agent.aggregation.bucket import judge_records
+from agent.aggregation.group import GroupState
+from agent.aggregation.quarantine import write_rejected
 from agent.aggregation.results import GaugeRow
-from agent.aggregation.source import replay_frame
-from agent.aggregation.tables import KEYS
+from agent.aggregation.state_codec import GroupKey
 from agent.config.schema import DetectorsConfig
+from agent.errors import ConfigError
 from agent.model.findings import Finding, FindingEvent
+from agent.transport.spool import DONE
+
+RECORDING_SUFFIXES = tuple(f"{s}{gz}" for s in (DONE, ".json", ".ndjson") for gz in ("", ".gz"))
 
 
 @dataclass(frozen=True)
@@ -32,33 +40,55 @@ class ReplayResult:
     quarantine_file: Path | None = None
 
 
+def recorded_files(paths: Iterable[Path]) -> list[Path]:
+    """The files a replay reads: each file given, and the recordings inside each directory."""
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = sorted(
+                p for p in path.rglob("*") if p.is_file() and p.name.endswith(RECORDING_SUFFIXES)
+            )
+            if not found:
+                raise ConfigError(
+                    f"{path}: no recorded snapshots in this directory (expected files ending in "
+                    f"{', '.join(RECORDING_SUFFIXES)})"
+                )
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise ConfigError(f"{path}: no such file or directory to replay")
+    return files
+
+
+def recorded_lines(files: Iterable[Path]) -> Iterator[tuple[str, str]]:
+    """Every non-blank line of ``files``, with where it came from (``file:line``)."""
+    for path in files:
+        opener = gzip.open if path.name.endswith(".gz") else open
+        try:
+            with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
+                for number, line in enumerate(lines, start=1):
+                    if line.strip():
+                        yield line, f"{path}:{number}"
+        except OSError as e:
+            raise ConfigError(f"{path}: cannot read this recording: {e}") from e
+
+
 def replay(
-    spark: SparkSession,
-    paths: list[Path],
-    params: DetectorsConfig,
-    *,
-    quarantine_dir: Path | None = None,
+    paths: list[Path], params: DetectorsConfig, *, quarantine_dir: Path | None = None
 ) -> ReplayResult:
-    parsed = parse_snapshots(replay_frame(spark, paths))
-    inventory = take_inventory(parsed)
+    groups: dict[GroupKey, GroupState] = {}
+    out = judge_records(groups, recorded_lines(recorded_files(paths)), params)
+    board = Board()
+    events, tally = board.apply([out], params)
     sample = None
-    if inventory.quarantined and quarantine_dir is not None:
-        sample = write_quarantined(parsed.quarantined, quarantine_dir, "replay")
-    snapshots = prepare(parsed.parsed)
-    evaluations = snapshots.select(*KEYS)
-    result = evaluate(snapshot_tables(snapshots, evaluations, params), evaluations, params)
-    state, events = advance(
-        HysteresisState(),
-        result.candidates,
-        result.coverage,
-        close_after=params.evaluation_window,
-        forget_after=params.history_retention,
-    )
+    if out.rejected and quarantine_dir is not None:
+        sample = write_rejected(out.rejected, quarantine_dir, "replay")
     return ReplayResult(
         events=events,
-        open_findings=list(state.open),
-        gauges=result.gauges,
-        snapshots=inventory.accepted,
-        quarantined=inventory.quarantined,
+        open_findings=list(board.open_findings()),
+        gauges=board.gauge_rows(),
+        snapshots=tally.accepted,
+        quarantined=dict(tally.rejected),
         quarantine_file=sample,
     )

@@ -1,44 +1,30 @@
-"""The SparkSession the job, replay and tests run on, tuned for small, many-branched plans.
+"""The SparkSession the job and its tests run on.
 
-Measured on the 2-core CI machine (docs/benchmarks.md): with Spark's
-defaults one evaluation of a handful of snapshots took minutes, because each
-detector's plan had a hundred shuffles and broadcasts, each a stage or job.
-With the settings below the same evaluation runs without a single shuffle
-after the input is partitioned by (cluster, group).
+The job's plan is small (a source, a keyed stateful operator, a sink): what
+matters is where its state lives and what a Python worker runs with.
 """
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 
-from agent.aggregation.helper_jar import helper_jar
-
-SMALL_DATA_CONF: dict[str, str] = {
-    # Joins and windows keyed by (cluster, group, ...) reuse the input's
-    # (cluster, group) partitioning instead of shuffling both sides.
-    "spark.sql.requireAllClusterKeysForCoPartition": "false",
-    # A broadcast is one more Spark job per join; the sides are co-partitioned anyway.
-    "spark.sql.autoBroadcastJoinThreshold": "-1",
-    "spark.sql.adaptive.autoBroadcastJoinThreshold": "-1",
-    # Many small operators: compiling whole stages costs more than it saves.
-    "spark.sql.codegen.wholeStage": "false",
-    # An evaluation has many hundreds of distinct expressions; with the default cache
-    # of 100 compiled classes each micro-batch compiled most of them again.
-    "spark.sql.codegen.cache.maxEntries": "5000",
-    "spark.sql.adaptive.enabled": "false",
-    # Runtime bloom filters give shuffle joins a scalar subquery (one more Spark job)
-    # whose result, a filter of up to 8 MiB of mostly zeros, is serialized into the tasks
-    # above it: measured 64 MiB task binaries for a few snapshots, and a 512 MiB driver
-    # running out of heap. The tables are too small for a filter to save anything.
-    "spark.sql.optimizer.runtime.bloomFilter.enabled": "false",
-    # PySpark 4 records the Python call site of every DataFrame and Column call in
-    # the JVM, for error messages: five or more extra py4j round trips per call. For
-    # one evaluation's plan that was 28,000 of its 50,000 py4j commands (the build's
-    # time moved less: docs/benchmarks.md, "Where a micro-batch's time goes").
-    "spark.python.sql.dataFrameDebugging.enabled": "false",
+STATEFUL_CONF: dict[str, str] = {
+    # transformWithState keeps its state in RocksDB, checkpointed per micro-batch as a
+    # changelog of what changed (the default uploads whole snapshots).
+    "spark.sql.streaming.stateStore.providerClass": (
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+    ),
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+    # Old state versions and their changelogs kept in the checkpoint directory: enough
+    # to recover the last batches, bounded (Spark's default keeps 100).
+    "spark.sql.streaming.minBatchesToRetain": "10",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # PySpark 4 records the Python call site of every DataFrame and Column call in the
+    # JVM, for error messages: py4j round trips the job never needs.
+    "spark.python.sql.dataFrameDebugging.enabled": "false",
 }
 
 
@@ -51,19 +37,18 @@ def spark_session(
     extra: dict[str, str] | None = None,
 ) -> SparkSession:
     """Get or create the session. ``master=None`` keeps the one spark-submit chose."""
+    # Spark's Python workers run the rules: with this interpreter (its packages: pandas,
+    # pyarrow, ksmon), not whatever ``python3`` is first on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder.appName(app_name)
     if master is not None and not submitted_by_spark_submit():
         builder = builder.master(master).config("spark.driver.memory", driver_memory)
     conf = {
-        **SMALL_DATA_CONF,
+        **STATEFUL_CONF,
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.default.parallelism": str(shuffle_partitions),
         **(extra or {}),
     }
-    # Under spark-submit the JVM already runs: its --jars decide, not spark.jars.
-    helper = None if submitted_by_spark_submit() else helper_jar()
-    if helper is not None:
-        conf["spark.jars"] = ",".join(j for j in (str(helper), conf.get("spark.jars")) if j)
     for key, value in conf.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -1,54 +1,16 @@
-"""Where snapshots come from: the snapshot topic, a spool directory, or recorded files.
+"""Where the streaming job's snapshots come from: the snapshot topic or a spool directory.
 
-Each returns a DataFrame with ``value`` (one snapshot's JSON) and ``origin``
-(``topic/partition@offset`` or the file), the input of ``parse``. The two
-streaming sources are Structured Streaming sources, so Spark's checkpoint
-records how far each micro-batch read.
+Each returns a streaming DataFrame with ``value`` (one snapshot's JSON) and
+``origin`` (``topic/partition@offset`` or the file), the input of
+``operator``; Spark's checkpoint records how far each micro-batch read.
+(Recorded files are ``replay``'s, read without Spark.)
 """
-
-from collections.abc import Iterable
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from agent.config.schema import ClusterConfig, KafkaInputConfig, SpoolInputConfig
-from agent.errors import ConfigError
 from agent.transport.spool import DONE
-
-# Recorded snapshots: spool files, or any JSON-lines file, maybe gzipped (Spark's text
-# reader decompresses by the name).
-RECORDING_SUFFIXES = tuple(f"{s}{gz}" for s in (DONE, ".json", ".ndjson") for gz in ("", ".gz"))
-
-
-def recorded_files(paths: Iterable[Path]) -> list[Path]:
-    """The files a replay reads: each file given, and the recordings inside each directory."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = sorted(
-                p for p in path.rglob("*") if p.is_file() and p.name.endswith(RECORDING_SUFFIXES)
-            )
-            if not found:
-                raise ConfigError(
-                    f"{path}: no recorded snapshots in this directory (expected files ending in "
-                    f"{', '.join(RECORDING_SUFFIXES)})"
-                )
-            files += found
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ConfigError(f"{path}: no such file or directory to replay")
-    return files
-
-
-def replay_frame(spark: SparkSession, paths: Iterable[Path]) -> DataFrame:
-    files = [str(f) for f in recorded_files(paths)]
-    return (
-        spark.read.text(files)
-        .where(F.length(F.trim("value")) > 0)
-        .select("value", F.input_file_name().alias("origin"))
-    )
 
 
 def spool_stream(spark: SparkSession, spool: SpoolInputConfig) -> DataFrame:

@@ -1,47 +1,74 @@
-"""A group's state <-> what the state store keeps: the hysteresis as JSON, the windows as
-a versioned pickle.
+"""A bucket's groups <-> the one value the state store keeps for it.
 
-The two halves age differently. Open findings are a contract (the findings
-topic carries them too) and are kept as JSON, readable by every later
-version: an upgrade never forgets a finding it has published as open. The
-windows of polls are ``facts.Poll`` tuples, pickled (a hundred polls of a
-group in a few milliseconds); their layout changes with the facts the rules
-read, so they carry ``WINDOWS_FORMAT`` and a window of another format is
-dropped rather than misread: the rules then judge from the polls that follow,
-and ``decode`` says so (the job logs it once). Bump ``WINDOWS_FORMAT`` with
-every change to a ``facts`` record (``tests/unit/aggregation/test_state_codec.py``
-keeps the records' fields, and fails until it is bumped).
+The job keys its stateful operator by a bucket of groups (``bucket_of``),
+not by group: every key costs a round trip between Spark and Python, which
+costs more than the rules themselves (docs/benchmarks.md). A bucket's value
+holds two halves that age differently:
+
+* the hysteresis of each group (its open findings), as JSON: a contract the
+  findings topic shares, readable by every later version, so an upgrade never
+  forgets a finding it published as open;
+* the windows of polls, ``facts.Poll`` tuples pickled (a hundred polls of a
+  group in a few milliseconds). Their layout changes with the facts the rules
+  read, so they carry ``WINDOWS_FORMAT``; windows of another format are
+  dropped rather than misread, the rules then judge from the polls that
+  follow, and ``decode`` says so (the job logs it once). Bump
+  ``WINDOWS_FORMAT`` with every change to a ``facts`` record:
+  ``tests/unit/aggregation/test_state_codec.py`` keeps the records' fields
+  and fails until it is bumped.
 """
 
+import json
 import pickle
+import zlib
 from typing import NamedTuple
 
 from agent.aggregation.group import GroupState
 from agent.aggregation.hysteresis import HysteresisState
 
-WINDOWS_FORMAT = 1  # facts records as of the first stateful job
+WINDOWS_FORMAT = 1
+
+GroupKey = tuple[str, str]  # (cluster, group)
 
 
-class StoredGroup(NamedTuple):
-    """A group's state as the state store holds it (one value of the state's map)."""
+class StoredBucket(NamedTuple):
+    """A bucket of groups as the state store holds it."""
 
     windows_format: int
-    hysteresis: str  # HysteresisState as JSON
-    windows: bytes  # pickled dict: agent id -> list of facts.Poll
+    hysteresis: str  # JSON: [[cluster, group, HysteresisState as JSON], ...]
+    windows: bytes  # zlib(pickle): {(cluster, group): {agent: [facts.Poll, ...]}}
 
 
-def encode(state: GroupState) -> StoredGroup:
-    return StoredGroup(
+def bucket_of(cluster: str, group: str, buckets: int) -> int:
+    """The bucket a group's state lives in: stable across processes and versions."""
+    return zlib.crc32(f"{cluster}/{group}".encode()) % buckets
+
+
+def encode(groups: dict[GroupKey, GroupState]) -> StoredBucket:
+    keys = sorted(groups)
+    return StoredBucket(
         WINDOWS_FORMAT,
-        state.hysteresis.to_json(),
-        pickle.dumps(state.series, protocol=pickle.HIGHEST_PROTOCOL),
+        json.dumps(
+            [[c, g, json.loads(groups[(c, g)].hysteresis.to_json())] for c, g in keys],
+            separators=(",", ":"),
+        ),
+        # Level 1: most of a window is repeated names and offsets; more effort buys little.
+        zlib.compress(
+            pickle.dumps({k: groups[k].series for k in keys}, protocol=pickle.HIGHEST_PROTOCOL),
+            1,
+        ),
     )
 
 
-def decode(stored: StoredGroup) -> tuple[GroupState, bool]:
-    """The group's state, and whether its windows had to be dropped (another format)."""
-    hysteresis = HysteresisState.from_json(stored.hysteresis)
+def decode(stored: StoredBucket) -> tuple[dict[GroupKey, GroupState], bool]:
+    """The bucket's groups, and whether their windows had to be dropped (another format)."""
+    groups = {
+        (str(c), str(g)): GroupState(hysteresis=HysteresisState.from_json(json.dumps(h)))
+        for c, g, h in json.loads(stored.hysteresis)
+    }
     if stored.windows_format != WINDOWS_FORMAT:
-        return GroupState(hysteresis=hysteresis), True
-    series = pickle.loads(stored.windows)  # noqa: S301 - the job's own state store
-    return GroupState(series=series, hysteresis=hysteresis), False
+        return groups, True
+    windows = pickle.loads(zlib.decompress(stored.windows))  # noqa: S301 - the job's own state
+    for key, series in windows.items():
+        groups.setdefault(key, GroupState()).series = series
+    return groups, False

@@ -443,7 +443,7 @@ def _read_aggregation(
         listen=s.host_port("listen"),
         checkpoint_dir=s.optional_path("checkpoint_dir"),
         trigger_interval=trigger_interval,
-        judged_polls_per_batch=s.integer("judged_polls_per_batch", minimum=0),
+        buckets=s.integer("buckets", minimum=1, maximum=65_536),
         input=job_input,
         findings=_read_findings(s.section("findings", FindingsConfig), clusters, input_cluster),
         spark=_read_spark(s.section("spark", SparkConfig)),

@@ -65,6 +65,9 @@ class Section:
                 raise Place(self.place.source, self.place.path, self.raw.key_lines.get(key)).error(
                     f"keys must be text, got {shown(key)}"
                 )
+            retired = getattr(self.schema, "RETIRED_KEYS", {}).get(key)
+            if retired is not None and key not in self.fields:
+                raise self.at(key).error(f"no longer a setting: {retired}; remove it")
             if key not in self.fields:
                 allowed = sorted(self.fields)
                 close = difflib.get_close_matches(key, allowed, n=1)

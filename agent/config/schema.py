@@ -11,7 +11,7 @@ import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, get_args
+from typing import ClassVar, Literal, get_args
 
 from agent.config.values import HostPort, Secret, format_duration, format_size
 
@@ -336,14 +336,23 @@ class DetectorsConfig:
 class AggregationConfig:
     """The aggregation job (``ksmon aggregate``)."""
 
+    # Keys of earlier versions, and why they are gone (the reader names them).
+    RETIRED_KEYS: ClassVar[dict[str, str]] = {
+        "judged_polls_per_batch": (
+            "the job keeps each group's look-back in its state and judges only the polls "
+            "that arrive, every one of them, whatever the backlog"
+        ),
+    }
+
     listen: HostPort = DEFAULT_JOB_LISTEN
     # Spark's streaming checkpoint, the recent-history table, the findings state
     # and quarantined snapshots. None: ``<state dir>/aggregate``.
     checkpoint_dir: Path | None = None
     trigger_interval: float = 10.0
-    # Judge at most this many of the newest polls of each group per micro-batch (0:
-    # all); the others still join the history (agent/aggregation/judging.py).
-    judged_polls_per_batch: int = 0
+    # The stateful operator's keys: groups are spread over this many buckets, each
+    # bucket's groups kept and judged together (a key costs a round trip between Spark
+    # and Python). Fixed once the checkpoint directory exists.
+    buckets: int = 32
     input: InputConfig = InputConfig()
     findings: FindingsConfig | None = None  # the loader always fills it
     spark: SparkConfig = SparkConfig()

@@ -78,7 +78,7 @@ def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
     assert 'ksmon_streams_thread_load_records_per_second{group="hot-two-on-one-thread"' in metrics
     (sample,) = (tmp_path / "checkpoint" / "quarantine").glob("*.jsonl")
     reasons = [json.loads(line)["error"] for line in sample.read_text().splitlines()]
-    assert any("newer than this reader's" in r for r in reasons)
+    assert any("newer than this job's" in r for r in reasons)
 
     findings = open_findings(config)
     assert {(f.kind, f.subject.process, f.subject.thread) for f in findings} == {
@@ -124,7 +124,7 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
         spool=spool,
         max_files_per_batch=1,
     )
-    ledger = tmp_path / "checkpoint" / "state"
+    ledger = tmp_path / "checkpoint" / "ledger"
     log = (tmp_path / "job.log").open("ab")
 
     def start() -> subprocess.Popen[bytes]:
@@ -148,7 +148,6 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
 
     job = start()
     try:
-        # A fresh job JVM plans and compiles every detector in its first micro-batch.
         wait_until(
             lambda: batches_done() >= 1, timeout=300, what="the first micro-batch", abort=exited
         )
@@ -173,7 +172,7 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
     published = read_events(kafka_client_settings(config.cluster("local")), findings.topic)
     ids = [e.event_id for e in published]
     assert len(ids) == len(set(ids)), "an event was published twice"
-    replayed = replay(spark, paths, config.aggregation.detectors)
+    replayed = replay(paths, config.aggregation.detectors)
     assert sorted((e.event, e.finding.key, e.at) for e in published) == sorted(
         (e.event, e.finding.key, e.at) for e in replayed.events
     ), f"the restarted job (killed after {killed_at} batches) disagrees with a replay"
@@ -194,25 +193,29 @@ LONG_BATCH_DETECTORS: dict[str, object] = {
 }
 
 
-def _one_long_batch(
-    kafka: EmbeddedKafka,
-    spark: SparkSession,
-    tmp_path: Path,
-    group: str,
-    *,
-    b_gone_at: float,
-    judged: int = 0,
-) -> tuple[Config, JobView]:
-    """Five minutes of polls (0-300 s) in one micro-batch: instance pB in the group until
-    ``b_gone_at`` s, pA throughout. Returns the config and the job's view after it."""
+def _opened_threads_dead(config: Config) -> list[tuple[str, str | None, float, float]]:
+    findings = config.aggregation.findings
+    assert findings is not None
+    return [
+        (e.finding.kind, e.finding.subject.process, e.at, e.finding.since)
+        for e in read_events(kafka_client_settings(config.cluster("local")), findings.topic)
+        if e.event == "open" and e.finding.kind == "stream_threads_dead"
+    ]
+
+
+def test_every_poll_of_a_long_micro_batch_is_judged_with_its_own_look_back(
+    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
+) -> None:
+    # One micro-batch brings 5 minutes of polls (a job catching up), more than the
+    # retention (130 s: the 2-minute thread history and a 10 s window). Each poll joins
+    # the window and is judged in turn: pB, last seen at 90 s, has been gone for the
+    # 30 s grace at 120 s, where the finding opens, as it would have live.
+    group = "long-batch-instance-gone"
     snapshots = [
         snapshot(
             group,
             t,
-            members=[
-                streams_member("pA", 1),
-                *([streams_member("pB", 1)] if t - T0 < b_gone_at else []),
-            ],
+            members=[streams_member("pA", 1), *([streams_member("pB", 1)] if t - T0 < 100 else [])],
             partitions=[partition("in", 0, end=1000)],
         )
         for t in times(0, 300, 10)
@@ -224,49 +227,11 @@ def _one_long_batch(
         findings_topic=unique_name("findings"),
         spool=tmp_path / "spool",
         detectors=LONG_BATCH_DETECTORS,
-        judged_polls_per_batch=judged,
     )
     assert config.aggregation.detectors.history_retention == 130
-    return config, run_job_until_caught_up(config, spark)
-
-
-def _opened_threads_dead(config: Config) -> list[tuple[str, str | None, float, float]]:
-    findings = config.aggregation.findings
-    assert findings is not None
-    return [
-        (e.finding.kind, e.finding.subject.process, e.at, e.finding.since)
-        for e in read_events(kafka_client_settings(config.cluster("local")), findings.topic)
-        if e.event == "open" and e.finding.kind == "stream_threads_dead"
-    ]
-
-
-def test_each_evaluation_of_a_long_micro_batch_sees_its_own_look_back(
-    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
-) -> None:
-    # One micro-batch brings 5 minutes of polls (a job catching up). Of those, it evaluates
-    # the last 130 s (its retention: the 2-minute thread history and a 10 s window); the
-    # oldest of those evaluations looks back 2 minutes, to pB leaving the group.
-    config, view = _one_long_batch(
-        kafka, spark, tmp_path, "long-batch-instance-gone", b_gone_at=100
-    )
-    assert _opened_threads_dead(config) == [("stream_threads_dead", "pB", T0 + 170, T0 + 90)], (
-        "pB, last seen at 90 s, 80 s before"
-    )
-    assert (view.snapshots_late, view.snapshots_not_judged) == (17, 0)  # 0-160 s: late
-
-
-def test_a_job_judging_only_the_newest_polls_still_looks_back_over_every_poll(
-    kafka: EmbeddedKafka, spark: SparkSession, tmp_path: Path
-) -> None:
-    # judged_polls_per_batch 3: of the 14 polls within the retention (170-300 s) the batch
-    # judges 280, 290 and 300 s. pB, last seen at 220 s, has been gone for the 30 s grace
-    # at 250 s: judging every poll opens the finding there (checked by hand); judging the
-    # newest three, at 280 s, with its start (220 s) still read from the polls it skipped.
-    config, view = _one_long_batch(
-        kafka, spark, tmp_path, "capped-batch-instance-gone", b_gone_at=230, judged=3
-    )
-    assert _opened_threads_dead(config) == [("stream_threads_dead", "pB", T0 + 280, T0 + 220)]
-    assert (view.snapshots_late, view.snapshots_not_judged) == (17, 11)
+    view = run_job_until_caught_up(config, spark)
+    assert _opened_threads_dead(config) == [("stream_threads_dead", "pB", T0 + 120, T0 + 90)]
+    assert (view.snapshots_processed, view.snapshots_late, view.snapshots_not_judged) == (31, 0, 0)
 
 
 def test_a_job_whose_findings_cluster_is_away_at_start_starts_and_serves_metrics(

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -132,7 +131,6 @@ def test_a_group_record_near_the_offsets_topic_limit_is_found_and_a_small_one_is
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     large, small = unique_name("asr-large"), unique_name("asr-small")
@@ -171,7 +169,7 @@ def test_a_group_record_near_the_offsets_topic_limit_is_found_and_a_small_one_is
     last = recorder.last[large]
     assert _metadata_bytes(last) == size, "no rebalance changed the record in between"
 
-    result = replay(spark, [recording], PARAMS)
+    result = replay([recording], PARAMS)
 
     found = [f for f in result.open_findings if f.kind == "assignment_size_risk"]
     assert [f.group for f in found] == [large], [(f.group, f.explanation) for f in found]

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -112,7 +111,6 @@ def test_a_join_of_topics_with_different_counts_is_found_and_an_equal_one_is_not
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     classic = unique_name("cpm-classic")
@@ -169,7 +167,7 @@ def test_a_join_of_topics_with_different_counts_is_found_and_an_equal_one_is_not
     log = refused_app.process.log_path.read_text(errors="replace")
     assert "do not have the same number of partitions" in log
 
-    result = replay(spark, [recording], PARAMS)
+    result = replay([recording], PARAMS)
 
     found = {f.group: f for f in result.open_findings if f.kind == "copartition_mismatch"}
     assert set(found) == {classic, kip1071}, [(f.group, f.explanation) for f in found.values()]

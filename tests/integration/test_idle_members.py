@@ -12,7 +12,6 @@ with ``idle_members_after`` short enough for a test.
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -88,7 +87,6 @@ def test_threads_beyond_the_task_count_are_found_idle_and_a_fitting_app_is_not(
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     oversized, fitting = unique_name("idle-oversized"), unique_name("idle-fitting")
@@ -111,7 +109,7 @@ def test_threads_beyond_the_task_count_are_found_idle_and_a_fitting_app_is_not(
         abort=lambda: next(filter(None, (i.died() for i in streams_apps.instances)), None),
     )
 
-    result = replay(spark, [recording], PARAMS)
+    result = replay([recording], PARAMS)
 
     idle_by_app = {
         thread for thread, (active, _standby) in recorder.app_view[oversized].items() if not active

@@ -13,7 +13,6 @@ above (nothing). ``budget_approach_ratio`` 1 makes "above" a sharp edge.
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -63,7 +62,6 @@ def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     app = unique_name("budget-count")
@@ -126,7 +124,7 @@ def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
     broker, broker_replicas, broker_leaders = _the_broker(oracle)
     assert (topics, partitions) == (2, 2 * PARTITIONS), oracle
 
-    below = replay(spark, [recording], _params(topics - 1, replicas - 1, broker_replicas - 1))
+    below = replay([recording], _params(topics - 1, replicas - 1, broker_replicas - 1))
     found = {
         f.kind: f
         for f in below.open_findings
@@ -161,7 +159,7 @@ def test_budgets_below_what_the_app_and_broker_have_are_found_and_above_are_not(
     assert reported["streams_internal_replicas"] == replicas
     assert broker_finding.evidence["total_topics"] == len(oracle)
 
-    above = replay(spark, [recording], _params(topics + 1, replicas + 1, broker_replicas + 1))
+    above = replay([recording], _params(topics + 1, replicas + 1, broker_replicas + 1))
     assert not [
         (e.event, e.finding.kind, e.finding.group)
         for e in above.events

@@ -12,7 +12,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -109,7 +108,6 @@ def test_an_instance_whose_stores_outgrow_its_memory_limit_is_named_and_a_genero
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     app = unique_name("ssf")
@@ -176,12 +174,12 @@ def test_an_instance_whose_stores_outgrow_its_memory_limit_is_named_and_a_genero
     read = {t.task: sum(s.segments for s in t.stores) for t in sidecar.state_dir_tasks}
     assert read == disk_at_last_poll, "the sidecar's reading is what is on disk"
 
-    result = replay(spark, [everything], PARAMS)
+    result = replay([everything], PARAMS)
 
     found = [f for f in result.open_findings if f.kind == KIND]
     assert [f.subject.process for f in found] == [process], [f.explanation for f in found]
     check_finding(found[0], process, sum(disk_at_last_poll.values()), lowered_at)
-    healthy = replay(spark, [generous], PARAMS)
+    healthy = replay([generous], PARAMS)
     assert not [e for e in healthy.events if e.finding.kind == KIND]
 
 

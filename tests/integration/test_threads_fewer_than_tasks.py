@@ -17,7 +17,6 @@ import math
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import replay
 from agent.collect.kafka_edge import KafkaEdge
@@ -117,7 +116,6 @@ def test_one_thread_behind_on_its_tasks_is_found_and_one_keeping_up_is_not(
     kafka: EmbeddedKafka,
     streams_apps: StreamsApps,
     edge: KafkaEdge,
-    spark: SparkSession,
     tmp_path: Path,
 ) -> None:
     slow, keeping_up = unique_name("tft-slow"), unique_name("tft-keeping-up")
@@ -145,7 +143,7 @@ def test_one_thread_behind_on_its_tasks_is_found_and_one_keeping_up_is_not(
         )
         (slow_thread,) = app_view(apps[slow]).items()
 
-    result = replay(spark, [recording], PARAMS)
+    result = replay([recording], PARAMS)
 
     found = [f for f in result.open_findings if f.kind == "threads_fewer_than_tasks"]
     assert [f.group for f in found] == [slow], [(f.group, f.explanation) for f in found]

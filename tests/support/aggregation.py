@@ -29,7 +29,6 @@ def job_config(
     detectors: dict[str, object] | None = None,
     max_files_per_batch: int = 100,
     trigger: str = "1s",
-    judged_polls_per_batch: int = 0,
 ) -> Config:
     """A config for the job on the session broker: spool or topic input, its own port."""
     job_input: dict[str, object] = (
@@ -47,7 +46,6 @@ def job_config(
             "listen": f"127.0.0.1:{free_port()}",
             "checkpoint_dir": str(work / "checkpoint"),
             "trigger_interval": trigger,
-            "judged_polls_per_batch": judged_polls_per_batch,
             "input": job_input,
             "findings": {"topic": findings_topic, "partitions": 1},
             "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "512MiB"},

@@ -559,9 +559,15 @@ SEC = (
             id="one task per thread",
         ),
         pytest.param(
-            MINIMAL + "aggregation:\n  judged_polls_per_batch: -1\n",
-            "aggregation.judged_polls_per_batch: must be at least 0, got -1",
-            id="fewer than no polls judged",
+            MINIMAL + "aggregation:\n  judged_polls_per_batch: 3\n",
+            "aggregation.judged_polls_per_batch: no longer a setting: the job keeps each "
+            "group's look-back in its state and judges only the polls that arrive",
+            id="a retired key names why it is gone",
+        ),
+        pytest.param(
+            MINIMAL + "aggregation:\n  buckets: 0\n",
+            "aggregation.buckets: must be at least 1, got 0",
+            id="no bucket to keep groups in",
         ),
         pytest.param(
             # Regression: the message had no line, only a character position.

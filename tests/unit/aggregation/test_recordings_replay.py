@@ -1,13 +1,13 @@
 """The live scenarios again, from their recordings: what the agent saw of each real run
-(``tests/recordings/``), replayed through ``ksmon aggregate --replay``'s code path on
-real Spark, must come to the same outcome as the live job did: each problem's finding
-with the instance, thread and tasks the app itself named, and nothing for the healthy
-runs. All recordings replay in one evaluation (each is its own group)."""
+(``tests/recordings/``), replayed through ``ksmon aggregate --replay``'s code path (the
+stateful operator's own ``bucket.judge_records``, without Spark), must come to the same
+outcome as the live job did: each problem's finding with the instance, thread and tasks
+the app itself named, and nothing for the healthy runs. All recordings replay at once
+(each is its own group)."""
 
 from pathlib import Path
 
 import pytest
-from pyspark.sql import SparkSession
 
 from agent.aggregation.replay import ReplayResult, replay
 from agent.config import load_config
@@ -23,14 +23,12 @@ from tests.support.live_scenarios import (
     load_facts,
 )
 
-pytestmark = pytest.mark.integration
-
 
 @pytest.fixture(scope="module")
-def replayed(spark: SparkSession) -> ReplayResult:
+def replayed() -> ReplayResult:
     config = load_config(RECORDINGS / REPLAY_CONFIG)
     recordings = [RECORDINGS / scenario for scenario in (*PROBLEMS, *HEALTHY)]
-    return replay(spark, recordings, config.aggregation.detectors)
+    return replay(recordings, config.aggregation.detectors)
 
 
 def _events(result: ReplayResult, recording: Path) -> list[FindingEvent]:
