@@ -1,25 +1,28 @@
-"""Benchmark: the streaming job's steady micro-batch at the target's size, without a stream.
+"""Benchmark: the streaming job's steady micro-batch, one poll of a fleet per batch.
 
-Issue 3's target is a micro-batch of at most 5 s with 20,000 partitions
-snapshotted every 10 s. ``stream_latency.py`` measures it end to end through
-a real topic, but its history fills in real time (21 minutes with the
-default windows) before a batch is steady. This bench fills the job's
-history directly, as the job stores it (each poll's snapshots taken apart
-into the detectors' tables, six polls per stored batch unless told), then hands the job
-one poll per micro-batch through the code the streaming query calls
-(``AggregationJob.process_batch``: parse, store, evaluate through the plan
-built once, hysteresis, the batch's state file). Same fleet as the other
-benches (``fleet.py``), the job's own Spark session (``local[2]``), default
-detector windows, no findings topic.
+The job (``AggregationJob``, its own Spark session, ``local[2]``, default
+detector windows, no findings topic) reads a spool directory, one file per
+micro-batch. Each file is one poll of a synthetic fleet (``fleet.py``: Kafka
+Streams apps of 4 instances x 2 threads; ``--partitions`` input partitions
+each, so twice that consumed, input and repartition). The bench first fills
+every group's look-back (``history_retention`` / 10 s polls, 127 polls with
+the defaults), then measures ``--batches`` more: the wall time from the poll's
+file landing in the spool to the job having folded it in (Spark's
+``processAllAvailable``: source, the stateful operator, the driver's sink),
+the CPU the job's processes used per batch, their peak RSS (the driver JVM,
+Spark's Python workers, the driver's Python) and the checkpoint directory's
+size at the end.
 
-    .venv/bin/python bench/micro_batch.py                  # 100 apps x 200 partitions
-    .venv/bin/python bench/micro_batch.py --polls-per-batch 4 --batches 4  # a job 4 polls behind
-    .venv/bin/python bench/micro_batch.py --groups 10 --batches 5
+    .venv/bin/python bench/micro_batch.py                              # 1,000 apps x 20 partitions
+    .venv/bin/python bench/micro_batch.py --groups 1 --partitions 4    # the floor: one small app
+    .venv/bin/python bench/micro_batch.py --groups 100 --batches 5 --data /tmp/polls
 """
 
 import argparse
 import json
-import logging
+import os
+import resource
+import shutil
 import statistics
 import tempfile
 import time
@@ -30,79 +33,84 @@ from fleet import POLL_SECONDS, FleetShape, write_recording
 from procfs import proc_status_kb
 
 T0 = 1_767_225_600.0  # event time of the first poll: 2026-01-01T00:00:00Z
-FILL_POLLS_PER_BATCH = 6
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-class BatchLog(logging.Handler):
-    """The job's own account of each micro-batch: (total, reading, evaluating, publishing)."""
+def descendants(pid: int) -> list[int]:
+    children = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().split(") ")[1].split()[1]) == pid:
+                    children.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return children + [d for c in children for d in descendants(c)]
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.phases: dict[int, tuple[float, float, float, float]] = {}
 
-    def emit(self, record: logging.LogRecord) -> None:
-        args = record.args
-        if str(record.msg).startswith("micro-batch %d: %d snapshots") and isinstance(args, tuple):
-            total, reading, evaluating, publishing = (float(a) for a in args[4:8])  # type: ignore[arg-type]
-            self.phases[int(args[0])] = (total, reading, evaluating, publishing)  # type: ignore[call-overload]
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
+def peak_kb(pid: int) -> int:
+    """A live process's peak RSS; 0 for one gone or a zombie (no memory left)."""
+    try:
+        return proc_status_kb(pid, "VmHWM")
+    except (OSError, KeyError):
+        return 0
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure, report
     parser = argparse.ArgumentParser()
-    parser.add_argument("--groups", type=int, default=100, help="Kafka Streams apps")
+    parser.add_argument("--groups", type=int, default=1000, help="Kafka Streams apps")
     parser.add_argument(
-        "--partitions", type=int, default=100, help="input partitions per app (it consumes 2x)"
+        "--partitions", type=int, default=10, help="input partitions per app (it consumes 2x)"
     )
-    parser.add_argument("--batches", type=int, default=10, help="micro-batches measured")
-    parser.add_argument(
-        "--polls-per-batch",
-        type=int,
-        default=1,
-        help="polls each measured batch carries (a job behind by k polls reads k at once)",
-    )
-    parser.add_argument(
-        "--fill-polls-per-batch",
-        type=int,
-        default=FILL_POLLS_PER_BATCH,
-        help="polls per stored batch of the history (a job that keeps up stores one or two)",
-    )
-    parser.add_argument(
-        "--judged-polls-per-batch",
-        type=int,
-        default=0,
-        help="the job's aggregation.judged_polls_per_batch (0: every poll)",
-    )
+    parser.add_argument("--batches", type=int, default=20, help="micro-batches measured")
+    parser.add_argument("--fill", type=int, help="polls before measuring (default: a look-back)")
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
+    parser.add_argument("--shuffle-partitions", type=int, default=4)
+    parser.add_argument("--buckets", type=int, default=32)
     args = parser.parse_args()
 
-    from pyspark.sql import DataFrame
-    from pyspark.sql import functions as F
-
     from agent.aggregation.job import AggregationJob, job_session
-    from agent.aggregation.parse import parse_snapshots, take_inventory
-    from agent.aggregation.tables import build_tables
     from agent.config import parse_config
 
     shape = FleetShape(groups=args.groups, input_partitions=args.partitions)
     with tempfile.TemporaryDirectory(prefix="ksmon-batch-bench-") as scratch:
         work = Path(scratch)
+        spool = work / "spool"
+        spool.mkdir()
         document = {
             "agent": {"id": "bench-agent"},
             "logging": {"format": "text"},
             "clusters": [{"name": "bench", "bootstrap_servers": ["127.0.0.1:9"]}],
-            "sink": {"type": "spool", "spool": {"directory": str(work / "spool")}},
+            "sink": {"type": "spool", "spool": {"directory": str(spool)}},
             "aggregation": {
                 "checkpoint_dir": str(work / "checkpoint"),
-                "judged_polls_per_batch": args.judged_polls_per_batch,
-                "input": {"spool": {"directory": str(work / "spool")}},
+                "trigger_interval": "1s",
+                "buckets": args.buckets,
+                "input": {"spool": {"directory": str(spool), "max_files_per_batch": 1}},
                 "findings": {"publish": False},
-                "spark": {"master": "local[2]"},
+                "spark": {"master": "local[2]", "shuffle_partitions": args.shuffle_partitions},
             },
         }
         config = parse_config(yaml.safe_dump(document), str(work / "ksmon.yaml"), {})
         params = config.aggregation.detectors
-        fill = int(params.history_retention // POLL_SECONDS) + 1
-        polls = fill + args.batches * args.polls_per_batch
+        fill = args.fill if args.fill is not None else int(params.history_retention // POLL_SECONDS)
+        polls = fill + args.batches
         data = args.data or work / "polls"
         manifest = data / "manifest.json"
         wanted = {"shape": shape.__dict__, "t0": T0}
@@ -112,68 +120,74 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             manifest.write_text(json.dumps({**wanted, "polls": polls}))
         files = sorted(data.glob("snapshots-*.jsonl"))[:polls]
 
+        started = time.monotonic()
         spark = job_session(config)
-        job = AggregationJob(config, spark, serve_http=False)
-        log = BatchLog()
-        logging.getLogger("agent.aggregation.job").addHandler(log)
-        logging.getLogger("agent.aggregation.job").setLevel(logging.INFO)
-
-        started = time.monotonic()
-        job.build_plan()
-        plan_s = time.monotonic() - started
-
-        def poll_frame(paths: list[Path]) -> DataFrame:
-            return spark.read.text([str(p) for p in paths]).select(
-                "value", F.lit("bench").alias("origin")
-            )
-
-        started = time.monotonic()
-        batch_id = 0
-        for first in range(0, fill, args.fill_polls_per_batch):
-            parsed = parse_snapshots(
-                poll_frame(files[first : min(fill, first + args.fill_polls_per_batch)])
-            )
-            keys = take_inventory(parsed).snapshots
-            job.history.append(build_tables(parsed.parsed), batch_id, keys)
-            batch_id += 1
-        fill_s = time.monotonic() - started
-
-        durations = []
-        for first in range(fill, polls, args.polls_per_batch):
-            started = time.monotonic()
-            job.process_batch(poll_frame(files[first : first + args.polls_per_batch]), batch_id)
-            durations.append(time.monotonic() - started)
-            _total, reading, evaluating, publishing = log.phases[batch_id]
-            print(
-                f"batch {batch_id}: {durations[-1]:.1f} s (reading and storing {reading:.1f} s, "
-                f"evaluating {evaluating:.1f} s, publishing {publishing:.1f} s)",
-                flush=True,
-            )
-            batch_id += 1
+        session_s = time.monotonic() - started
         # spark-submit execs the JVM: the gateway's process is the Spark driver.
         gateway = spark.sparkContext._gateway
         assert gateway is not None
-        jvm_peak_mb = proc_status_kb(gateway.proc.pid, "VmHWM") // 1024
-        steady = durations[1:] or durations
-        print(
-            json.dumps(
-                {
-                    "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
-                    "history_polls": fill,
-                    "polls_per_batch": args.polls_per_batch,
-                    "judged_polls_per_batch": args.judged_polls_per_batch,
-                    "history_batches": batch_id - len(durations),
-                    "plan_built_s": round(plan_s, 1),
-                    "history_filled_s": round(fill_s, 1),
-                    "first_batch_s": round(durations[0], 1),
-                    "steady_p50_s": round(statistics.median(steady), 1),
-                    "steady_max_s": round(max(steady), 1),
-                    "open_findings": len(job.state.view().open_findings),
-                    "jvm_peak_rss_mb": jvm_peak_mb,
-                }
-            )
-        )
+        jvm = gateway.proc.pid
+        job = AggregationJob(config, spark, serve_http=False)
+        job.start()
+
+        def one_poll(index: int) -> tuple[float, float]:
+            """Wall and CPU seconds from the poll's file landing to the job done with it."""
+            target = spool / f"{files[index].stem}.jsonl"
+            processes = [os.getpid(), jvm, *descendants(jvm)]
+            cpu_before = cpu_seconds(processes)
+            begun = time.monotonic()
+            shutil.copyfile(files[index], spool / f"{target.stem}.part")
+            (spool / f"{target.stem}.part").replace(target)
+            job.process_available()
+            wall = time.monotonic() - begun
+            processes = [os.getpid(), jvm, *descendants(jvm)]
+            return wall, cpu_seconds(processes) - cpu_before
+
+        started = time.monotonic()
+        fill_walls = [one_poll(i)[0] for i in range(fill)]
+        fill_s = time.monotonic() - started
+        measured = [one_poll(i) for i in range(fill, polls)]
+        walls = [w for w, _cpu in measured]
+        cpus = [c for _w, c in measured]
+        peak = {
+            "driver_jvm_mb": proc_status_kb(jvm, "VmHWM") // 1024,
+            "python_workers_mb": sum(peak_kb(p) for p in descendants(jvm)) // 1024,
+            "driver_python_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+        }
+        view = job.state.view()
+        progress = [
+            (p["batchId"], p["numInputRows"], p["durationMs"])
+            for p in job._query.recentProgress  # type: ignore[attr-defined]
+        ]
+        job.stop()
+        checkpoint_mb = sum(
+            f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file()
+        ) / 2**20
         spark.stop()
+    print(
+        json.dumps(
+            {
+                "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
+                "groups": shape.groups,
+                "fill_polls": fill,
+                "session_start_s": round(session_s, 1),
+                "fill_s": round(fill_s, 1),
+                "first_batches_s": [round(w, 2) for w in fill_walls[:3]],
+                "fill_last_batches_s": [round(w, 2) for w in fill_walls[-3:]],
+                "steady_s": [round(w, 2) for w in walls],
+                "steady_p50_s": round(statistics.median(walls), 2),
+                "steady_p95_s": round(percentile(walls, 0.95), 2),
+                "steady_cpu_s_per_batch_p50": round(statistics.median(cpus), 2),
+                "peak_rss": {**peak, "total_mb": sum(peak.values())},
+                "checkpoint_mb": round(checkpoint_mb, 1),
+                "open_findings": len(view.open_findings),
+                "snapshots_processed": view.snapshots_processed,
+                "load_average": os.getloadavg(),
+                "spark_progress_last": progress[-6:],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

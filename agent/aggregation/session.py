@@ -19,6 +19,11 @@ STATEFUL_CONF: dict[str, str] = {
     # Old state versions and their changelogs kept in the checkpoint directory: enough
     # to recover the last batches, bounded (Spark's default keeps 100).
     "spark.sql.streaming.minBatchesToRetain": "10",
+    # After a batch that moved the watermark Spark runs one more, without data, to fire
+    # timers: a second batch per poll, for timers (forgetting groups no longer polled)
+    # that the next poll's batch fires anyway. (A stream that stops altogether forgets
+    # nothing until polls come again.)
+    "spark.sql.streaming.noDataMicroBatches.enabled": "false",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",

@@ -2,7 +2,8 @@
 the Dockerfile's files are in the build context, its bases are pinned, its user is the
 one the manifests run as, the Kafka connector matches PySpark, and the two build steps
 written in Python (the agent's requirements, the connector jars) do what the build
-needs. The job image's entrypoint runs a real spark-submit in its driver role."""
+needs. The job image's entrypoint runs a real spark-submit in its driver role, under
+which the job's own session settings (the state store) still apply."""
 
 import os
 import re
@@ -14,6 +15,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
+from agent.aggregation.session import STATEFUL_CONF
 from agent.embedded.maven import run_maven
 from agent.errors import KsmonError
 from deploy.image.build_helpers import agent_requirements, artifact_name, jars_to_add
@@ -34,10 +36,13 @@ DOCKERFILE = (IMAGE / "Dockerfile").read_text()
 POM = IMAGE / "spark-kafka-pom.xml"
 _MAVEN = "{http://maven.apache.org/POM/4.0.0}"
 KAFKA_SOURCE = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
+# The settings the job's session gives Spark's state store (RocksDB, its changelog).
+_STATE_STORE_KEYS = frozenset(k for k in STATEFUL_CONF if k.startswith("spark.sql.streaming."))
 
 
 def _pinned_pyspark() -> str:
-    match = re.search(r'"pyspark==([0-9.]+)"', (REPO / "pyproject.toml").read_text())
+    # With or without extras: "pyspark[sql]==4.2.0" (the job's pandas and pyarrow).
+    match = re.search(r'"pyspark(?:\[[^]]*\])?==([0-9.]+)"', (REPO / "pyproject.toml").read_text())
     assert match, "pyproject.toml pins pyspark exactly"
     return match[1]
 
@@ -274,3 +279,53 @@ def test_the_entrypoint_driver_role_runs_spark_submit_with_the_kafka_source(
     assert lines["bind-address"] == "127.0.0.1"
     assert lines["kafka-source"] == KAFKA_SOURCE
     assert lines["args"] == "--config /etc/ksmon/job.yaml"
+
+
+@pytest.mark.integration
+def test_under_spark_submit_the_jobs_session_keeps_the_master_and_sets_its_state_store(
+    tmp_path: Path,
+) -> None:
+    """The driver pod runs the job under spark-submit, which starts the JVM before the
+    job builds its session: spark-submit's --master stays, and the job's state store
+    settings and shuffle partitions still apply, over a --conf (a SparkApplication's
+    sparkConf) of the same key. So the manifests need not repeat them."""
+    main = tmp_path / "main.py"
+    main.write_text(
+        "from agent.aggregation.session import spark_session\n"
+        "spark = spark_session('ksmon-test', master='local[2]', shuffle_partitions=3)\n"
+        "print('master', spark.sparkContext.master)\n"
+        f"for key in {sorted(_STATE_STORE_KEYS)!r}:\n"
+        "    print(key, spark.conf.get(key))\n"
+        "print('partitions', spark.conf.get('spark.sql.shuffle.partitions'))\n"
+        "spark.stop()\n"
+    )
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
+        "SPARK_DRIVER_BIND_ADDRESS": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
+    result = subprocess.run(
+        [
+            str(IMAGE / "spark-entrypoint.sh"),
+            "driver",
+            *("--master", "local[1]"),
+            *("--conf", "spark.ui.enabled=false"),
+            *("--conf", "spark.sql.shuffle.partitions=7"),
+            *("--conf", "spark.sql.streaming.stateStore.providerClass=ignored"),
+            str(main),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in result.stdout.splitlines() if " " in line)
+    assert lines["master"] == "local[1]"
+    assert lines["partitions"] == "3"
+    assert {key: lines[key] for key in _STATE_STORE_KEYS} == {
+        key: STATEFUL_CONF[key] for key in _STATE_STORE_KEYS
+    }

@@ -19,6 +19,7 @@ from agent.aggregation.job import AggregationJob
 from agent.aggregation.replay import replay
 from agent.aggregation.state import JobView
 from agent.config import Config, kafka_client_settings
+from agent.config.schema import DetectorsConfig
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.ports import free_port
@@ -273,3 +274,15 @@ def test_a_job_whose_findings_cluster_is_away_at_start_starts_and_serves_metrics
         f"cannot create findings topic {findings.topic}: KafkaTimeoutError: "
         f"Unable to bootstrap from ['{away}']; trying again with the first micro-batch"
     ]
+
+
+def test_the_jvm_buckets_a_group_where_python_looks_for_it(spark: SparkSession) -> None:
+    # The operator's key is computed in the JVM; replay and tests compute it in Python.
+    from agent.aggregation.operator import keyed  # noqa: PLC0415
+    from agent.aggregation.state_codec import bucket_of  # noqa: PLC0415
+
+    groups = [("prod", f"app-{i}") for i in range(50)] + [("prod", "ünïcode-gröup")]
+    rows = [(snapshot(g, T0, cluster=c).to_json().decode(), "test") for c, g in groups]
+    frame = keyed(spark.createDataFrame(rows, ["value", "origin"]), 32, DetectorsConfig())
+    buckets = [r["bucket"] for r in frame.select("bucket").collect()]
+    assert buckets == [bucket_of(c, g, 32) for c, g in groups]
