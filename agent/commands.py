@@ -1,6 +1,10 @@
 """The agent-side CLI commands as small functions: each returns data; cli.py prints."""
 
+import ctypes
+import ctypes.util
+import gc
 import json
+import os
 import re
 import signal
 import threading
@@ -42,9 +46,47 @@ def check_config(path: Path) -> str:
     return load_usable_config(path).describe()
 
 
+# The cyclic garbage collector's first threshold: allocations of container objects
+# between two young collections (Python's default: 700).
+GC_YOUNG_THRESHOLD = 50_000
+# glibc's malloc arenas, at most (its default: 8 per core). Every poll runs in a new
+# thread, and each thread's large buffers (an 11 MB exposition, a poll's responses)
+# kept memory in an arena of its own.
+MALLOC_ARENAS = 2
+_M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
+
+
+def tune_garbage_collection() -> None:
+    """Fewer collections for a process that allocates a million objects per poll.
+
+    At 1,000 groups x 20 partitions, Python's default thresholds ran a young
+    collection every 700 allocations and a full one (through every object the
+    agent keeps) every few polls: a fifth of the agent's CPU. The objects that
+    exist once the daemon is set up (modules, configuration) are frozen out of
+    collections for good; cycles are still collected, 70 times less often.
+    """
+    gc.collect()
+    gc.freeze()
+    _, middle, old = gc.get_threshold()
+    gc.set_threshold(GC_YOUNG_THRESHOLD, middle, old)
+
+
+def limit_malloc_arenas() -> None:
+    """Cap glibc's malloc arenas (as ``MALLOC_ARENA_MAX`` would); elsewhere, nothing."""
+    if "MALLOC_ARENA_MAX" in os.environ:
+        return  # the operator's choice
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        libc.mallopt(_M_ARENA_MAX, MALLOC_ARENAS)
+    except (OSError, AttributeError):
+        pass  # not glibc (musl, macOS): its allocator has no such knob
+
+
 def run_agent(config: Config) -> None:
     """Run the daemon until SIGINT or SIGTERM."""
+    limit_malloc_arenas()
     runner = AgentRunner(config)
+    tune_garbage_collection()
     done = threading.Event()
     previous = {
         sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)
@@ -212,7 +254,7 @@ def snapshot_table(snapshot: Snapshot) -> str:
                 _num(p.committed_offset),
                 _num(p.log_end_offset),
                 _num(p.lag),
-                f"{p.lag_seconds:.1f}" if p.lag_seconds is not None else "-",
+                _seconds(p.lag_seconds, at_least=p.lag_seconds_lower_bound),
             )
         )
     lines += table(rows)
@@ -235,6 +277,13 @@ def _instance_then_thread(member: MemberInfo) -> tuple[str, int]:
     if member.streams is None:
         return ("", 0)
     return (member.streams.process_id, member.streams.thread_index or 0)
+
+
+def _seconds(value: float | None, *, at_least: bool) -> str:
+    """Lag in seconds; ">=" marks a lower bound (older than anything datable)."""
+    if value is None:
+        return "-"
+    return f">={value:.1f}" if at_least else f"{value:.1f}"
 
 
 def _num(value: int | None) -> str:

@@ -9,6 +9,7 @@ that kill a thread are logged the same way instead of printed raw.
 
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -58,10 +59,21 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class QuietPy4J(logging.Filter):
+    """py4j logs every command its connection to Spark's JVM could not send through the
+    root logger (``logging.info``, not its own), with a traceback: at a stop, once per
+    call still under way. The job says what matters itself; a debug log keeps them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (record.name == "root" and f"{os.sep}py4j{os.sep}" in record.pathname)
+
+
 def configure(*, level: str = "info", json_format: bool) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_format else logging.Formatter("%(message)s"))
     handler.addFilter(RedactSecrets())
+    if level != "debug":
+        handler.addFilter(QuietPy4J())
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

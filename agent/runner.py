@@ -2,16 +2,16 @@
 
 Lifecycle (as Burrow's): constructing touches no network; ``start`` starts
 the HTTP server, the __consumer_offsets readers and the poll scheduler, and
-returns; ``stop`` stops them in reverse order.
+returns; ``stop`` stops them in reverse order, within ``STOP_SECONDS`` whatever
+the brokers do, and says what it could not ship.
 """
 
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
-
-from prometheus_client import CollectorRegistry
 
 from agent import __version__
 from agent.collect.kafka_edge import KafkaEdge
@@ -23,13 +23,18 @@ from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.config import Config, SidecarConfig, kafka_client_settings
 from agent.config.topologies import configured_topologies
 from agent.errors import ConfigError
-from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.exposition.http import MetricsServer
+from agent.exposition.metrics_cache import MetricsExposition
 from agent.model import AgentInfo
 from agent.transport.factory import open_sink
 
 log = logging.getLogger(__name__)
+
+# How long stopping may take: a poll under way gets ``POLL_GRACE_SECONDS`` to finish, the
+# sink the rest to deliver what it holds. A dead broker gets no longer than that.
+STOP_SECONDS = 4.0
+POLL_GRACE_SECONDS = 1.0
 
 
 def agent_identity(config: Config, env: dict[str, str] | None = None) -> AgentInfo:
@@ -97,7 +102,7 @@ class AgentRunner:
                 edge,
                 group_filter=GroupFilter(cluster.groups.allow, cluster.groups.deny),
                 metadata_interval=cluster.poll.metadata_interval,
-                history=OffsetHistory(max_age_seconds=config.exposition.lag_history),
+                history=OffsetHistory(),
                 rebalances=tail,
                 sidecar=_sidecar_collector(sidecar, identity) if sidecar is not None else None,
                 topologies=configured_topologies(config, cluster.name),
@@ -110,18 +115,19 @@ class AgentRunner:
             offsets_readers=lambda: {name: tail.running for name, tail in self.tails.items()},
         )
         self.scheduler = PollScheduler(scheduled, self._on_result)
-        registry = CollectorRegistry()
-        registry.register(
-            AgentCollector(
-                self.state,
-                agent_id=config.agent.id,
-                mode=config.agent.mode,
-                lag_granularity=config.exposition.lag_granularity,
-            )
+        self.exposition = MetricsExposition(
+            self.state,
+            agent_id=config.agent.id,
+            mode=config.agent.mode,
+            lag_granularity=config.exposition.lag_granularity,
         )
         try:
             self.server = MetricsServer(
-                registry, config.http.host, config.http.port, ready=lambda: self.scheduler.started
+                None,
+                config.http.host,
+                config.http.port,
+                ready=lambda: self.scheduler.started,
+                exposition=self.exposition,
             )
         except OSError as e:  # the port is taken, or the host is not an address of this machine
             self.sink.close(timeout=0)
@@ -129,9 +135,13 @@ class AgentRunner:
                 f"http.listen: cannot serve /metrics on {config.http.listen}: {e.strerror or e}"
             ) from None
         self._stopped = threading.Event()
+        self._stopping = threading.Event()
 
     def _on_result(self, result: PollResult) -> None:
+        if self._stopping.is_set():
+            return  # a poll that outlived the stop's grace: the sink is closed
         self.state.record(result)
+        self.exposition.update()
         for snapshot in result.snapshots:
             self.sink.send(snapshot.key, snapshot.to_json())
         if result.ok:
@@ -162,13 +172,38 @@ class AgentRunner:
             return f"Kafka Streams application {sidecar.application_id} on {sidecar.cluster}"
         return ", ".join(c.name for c in self.config.clusters)
 
-    def stop(self) -> None:
-        self.scheduler.stop()
+    def stop(self, timeout: float = STOP_SECONDS) -> None:
+        deadline = time.monotonic() + timeout
+        abandoned = self.scheduler.stop(grace=min(POLL_GRACE_SECONDS, timeout))
+        self._stopping.set()
         for tail in self.tails.values():
-            tail.stop()
-        self.sink.close(timeout=10)
+            tail.stop(timeout=0.5)  # a daemon thread: one stuck in a bootstrap stays behind
+        self.sink.close(timeout=max(0.0, deadline - time.monotonic()))
         for edge in self.edges.values():
-            edge.close()
+            edge.close(timeout=0.2)
         self.server.stop()
         self._stopped.set()
-        log.info("ksmon agent stopped")
+        unshipped = self._unshipped(abandoned)
+        if unshipped:
+            log.warning("ksmon agent stopped; %s (lost with the process)", unshipped)
+        else:
+            log.info("ksmon agent stopped")
+
+    def _unshipped(self, abandoned: list[str]) -> str:
+        """What stopping left undone, in one line."""
+        parts = []
+        stats = self.sink.stats()
+        if stats.buffered:
+            sink = self.config.sink
+            where = (
+                f"Kafka topic {sink.kafka.topic} on cluster {sink.kafka.cluster}"
+                if sink.kafka is not None
+                else sink.type
+            )
+            error = f"; last error: {stats.last_error}" if stats.last_error else ""
+            parts.append(f"{stats.buffered} snapshots not shipped to {where}{error}")
+        if abandoned:
+            parts.append(
+                "polls still waiting on their broker were abandoned: " + ", ".join(abandoned)
+            )
+        return "; ".join(parts)

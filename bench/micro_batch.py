@@ -160,9 +160,9 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             for p in job._query.recentProgress  # type: ignore[attr-defined]
         ]
         job.stop()
-        checkpoint_mb = sum(
-            f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file()
-        ) / 2**20
+        checkpoint_mb = (
+            sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file()) / 2**20
+        )
         spark.stop()
     print(
         json.dumps(

@@ -10,6 +10,13 @@ not grow with the group count. Finally it times Kafka's own
 
     .venv/bin/python bench/poll_scale.py            # prints a JSON report
     .venv/bin/python bench/poll_scale.py --groups 200 --topics 20   # smaller
+
+The broker keeps one file open per partition (its active log segment; the
+indexes are memory-mapped, not held open) plus about 400 of its own (jars,
+sockets, ``__consumer_offsets``): 100 topics x 200 partitions need about 20,400
+open files. The bench checks the limit first and says what it needs; where the
+hard limit is lower, ``--topics 95`` (19,000 partitions; the last 50 groups
+share partitions with the first) fits under 20,000.
 """
 
 import argparse
@@ -24,6 +31,27 @@ from pathlib import Path
 
 PARTITIONS_PER_TOPIC = 200
 PARTITIONS_PER_GROUP = 20
+# Files a broker holds open besides one per partition (measured on Kafka 4.3.1: about
+# 200 at start, plus __consumer_offsets' 50 partitions and client sockets), with room.
+BROKER_OWN_FILES = 400
+
+
+def check_open_files(partitions: int) -> None:
+    """Raise the soft open-file limit to what the broker will need, or stop with a
+    message saying what it needs (a broker past its limit dies with "Too many open
+    files" in the middle of the setup)."""
+    needed = partitions + BROKER_OWN_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        fits = max(1, (hard - BROKER_OWN_FILES) // PARTITIONS_PER_TOPIC)
+        raise SystemExit(
+            f"the broker needs about {needed} open files ({partitions} partitions, one file "
+            f"each, and {BROKER_OWN_FILES} of its own) but the hard limit is {hard}: raise it "
+            f"(ulimit -Hn as root, or limits.conf) or run with --topics {fits} or fewer"
+        )
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        # The broker is our child: it inherits the raised limit.
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
 
 
 def group_name(index: int) -> str:
@@ -156,6 +184,7 @@ def main() -> None:
     from agent.embedded.kafka import EmbeddedKafka, fetch_kafka
     from agent.embedded.streams_app import CONSUMER_GROUP_COMMAND_CLASS
 
+    check_open_files(args.topics * PARTITIONS_PER_TOPIC)
     with tempfile.TemporaryDirectory(prefix="ksmon-bench-") as work:
         kafka = EmbeddedKafka(fetch_kafka(), Path(work) / "kafka", heap_mb=2048)
         kafka.start()

@@ -1,7 +1,7 @@
-"""Benchmark: the streaming job's micro-batch duration with 20,000 partitions polled every 10 s.
+"""Benchmark: the streaming job in real time: batch durations, ship-to-/metrics latency, CPU.
 
-A synthetic fleet (``fleet.py``: by default 100 Kafka Streams apps, each
-with 100 input and 100 repartition partitions, so 20,000 partitions, 4
+A synthetic fleet (``fleet.py``: by default 1,000 Kafka Streams apps, each
+with 10 input and 10 repartition partitions, so 20,000 partitions, 4
 instances x 2 threads) is serialised once, poll by poll. Then, in real
 time, one poll of the whole fleet is shipped every 10 s through the agent's
 own sink (``agent.transport``: the snapshot topic on a local broker, or a
@@ -10,21 +10,22 @@ default trigger of 10 s and default detector windows) reads it.
 
 The job's look-back is the longest detector window plus one evaluation
 window (21 minutes with the defaults since ``loop_window`` is read twice
-over); the default fill of 11 minutes measures batches whose history is
-about half full. ``micro_batch.py`` measures a batch against a full history
-without waiting for it. Per
-micro-batch the job logs its duration (the same number it serves as
-``ksmon_job_batch_duration_seconds``); the bench also scrapes the job's
-/metrics every half second and reports, per poll, the time from shipping
-it to the job's /metrics showing it (``ksmon_job_newest_snapshot_timestamp_seconds``).
+over): the batches after the fill (``--fill-minutes``, 21 by default) judge
+polls against full windows. Per micro-batch the job logs its duration; the
+bench also scrapes the job's /metrics every half second and reports, per
+poll, the time from shipping it to the job's /metrics showing it
+(``ksmon_job_newest_snapshot_timestamp_seconds``), the CPU the job's
+processes used while measuring (utime + stime over wall time), their peak
+RSS, and the checkpoint directory's size at the end.
 
 Event time is the recording's (it starts 2026-01-01): the job never reads
 the clock to judge, so shipping pre-serialised polls at 10 s intervals is
 what an agent does, minus its polling.
 
-    .venv/bin/python bench/stream_latency.py                  # 20,000 partitions, snapshot topic
+    .venv/bin/python bench/stream_latency.py                  # 20,000 partitions, 30 min measured
     .venv/bin/python bench/stream_latency.py --input spool    # the same through a spool directory
-    .venv/bin/python bench/stream_latency.py --groups 10 --fill-minutes 2 --measure-minutes 2
+    .venv/bin/python bench/stream_latency.py --groups 1 --partitions 6 --instances 3 --threads 1 \
+        --fill-minutes 2 --measure-minutes 10          # one app of 3 instances: the job's CPU
 """
 
 import argparse
@@ -48,8 +49,9 @@ from procfs import proc_status_kb
 T0 = 1_767_225_600.0  # event time of the first poll: 2026-01-01T00:00:00Z
 GROUP_ID = re.compile(rb'"group_id":"([^"]+)"')
 BATCH_LINE = re.compile(
-    r"micro-batch (\d+): (\d+) snapshots, (\d+) evaluated, (\d+) events, ([\d.]+)s"
+    r"micro-batch (\d+): (\d+) snapshots, (\d+) judged, (\d+) events, ([\d.]+)s"
 )
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 class Batch(NamedTuple):
@@ -96,8 +98,19 @@ def scrape(port: int) -> dict[str, float]:
     }
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().split(") ")[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
+
+
 def config_document(
-    bootstrap: str, work: Path, port: int, input_type: str, partitions: int, *, judged: int
+    bootstrap: str, work: Path, port: int, input_type: str, partitions: int
 ) -> dict[str, object]:
     sink: dict[str, object] = (
         {"type": "kafka", "kafka": {"topic": "bench.snapshots", "partitions": partitions}}
@@ -107,7 +120,6 @@ def config_document(
     aggregation: dict[str, object] = {
         "listen": f"127.0.0.1:{port}",
         "checkpoint_dir": str(work / "checkpoint"),
-        "judged_polls_per_batch": judged,
         "findings": {"topic": "bench.findings", "partitions": 1},
         "spark": {"master": "local[2]"},
     }
@@ -122,25 +134,21 @@ def config_document(
     }
 
 
-def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
+def main() -> None:  # noqa: PLR0912, PLR0915 - one linear script: prepare, run, report
     parser = argparse.ArgumentParser()
-    parser.add_argument("--groups", type=int, default=100, help="Kafka Streams apps")
+    parser.add_argument("--groups", type=int, default=1000, help="Kafka Streams apps")
     parser.add_argument(
-        "--partitions", type=int, default=100, help="input partitions per app (it consumes 2x)"
+        "--partitions", type=int, default=10, help="input partitions per app (it consumes 2x)"
     )
+    parser.add_argument("--instances", type=int, default=4, help="instances per app")
+    parser.add_argument("--threads", type=int, default=2, help="stream threads per instance")
     parser.add_argument("--input", choices=("kafka", "spool"), default="kafka")
     parser.add_argument(
-        "--fill-minutes", type=float, default=11, help="run this long before measuring"
+        "--fill-minutes", type=float, default=21, help="run this long before measuring"
     )
-    parser.add_argument("--measure-minutes", type=float, default=5)
+    parser.add_argument("--measure-minutes", type=float, default=30)
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     parser.add_argument("--work", type=Path, help="keep the job's log and checkpoints here")
-    parser.add_argument(
-        "--judged-polls-per-batch",
-        type=int,
-        default=0,
-        help="the job's aggregation.judged_polls_per_batch (0: every poll)",
-    )
     args = parser.parse_args()
 
     from agent.config import parse_config
@@ -149,7 +157,12 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
     from agent.embedded.process import wait_until
     from agent.transport.factory import open_sink
 
-    shape = FleetShape(groups=args.groups, input_partitions=args.partitions)
+    shape = FleetShape(
+        groups=args.groups,
+        input_partitions=args.partitions,
+        instances=args.instances,
+        threads=args.threads,
+    )
     polls = round((args.fill_minutes + args.measure_minutes) * 60 / POLL_SECONDS) + 1
     with tempfile.TemporaryDirectory(prefix="ksmon-stream-bench-") as scratch:
         work = args.work or Path(scratch)
@@ -168,14 +181,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
         job: subprocess.Popen[str] | None = None
         try:
             port = free_port()
-            document = config_document(
-                kafka.bootstrap_servers,
-                work,
-                port,
-                args.input,
-                6,
-                judged=args.judged_polls_per_batch,
-            )
+            document = config_document(kafka.bootstrap_servers, work, port, args.input, 6)
             text = yaml.safe_dump(document, sort_keys=False)
             (work / "ksmon.yaml").write_text(text)
             config = parse_config(text, str(work / "ksmon.yaml"), {})
@@ -229,7 +235,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
             started = time.monotonic()
+            fill_polls = round(args.fill_minutes * 60 / POLL_SECONDS)
+            cpu_from: tuple[float, float] | None = None
             for index, path in enumerate(poll_files):
+                if index == fill_polls:
+                    cpu_from = (time.monotonic(), cpu_seconds([job.pid, *descendants(job.pid)]))
                 due = started + index * POLL_SECONDS
                 time.sleep(max(0.0, due - time.monotonic()))
                 lines = path.read_bytes().splitlines()
@@ -251,11 +261,21 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
             watcher.join()
             assert job.poll() is None, "the job exited"
             processes = [job.pid, *descendants(job.pid)]
-            peak_rss = {
-                name: round(kb / 1024)
-                for name, kb in (peak_kb(p) for p in processes)
-                if kb is not None
-            }
+            cpu_share = None
+            if cpu_from is not None:
+                cpu_share = (cpu_seconds(processes) - cpu_from[1]) / (
+                    time.monotonic() - cpu_from[0]
+                )
+            checkpoint_mb = (
+                sum(f.stat().st_size for f in (work / "checkpoint").rglob("*") if f.is_file())
+                / 2**20
+            )
+            # Summed by name: Spark's Python workers are several processes called python.
+            peak_kb_by_name: dict[str, int] = {}
+            for name, kb in (peak_kb(p) for p in processes):
+                if kb is not None:
+                    peak_kb_by_name[name] = peak_kb_by_name.get(name, 0) + kb
+            peak_rss = {name: round(kb / 1024) for name, kb in peak_kb_by_name.items()}
         finally:
             if job is not None:
                 job.terminate()
@@ -315,6 +335,9 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, run, report
             else None
         ),
         "peak_rss_mb": peak_rss,
+        "peak_rss_total_mb": sum(peak_rss.values()),
+        "cpu_cores_while_measuring": round(cpu_share, 3) if cpu_share is not None else None,
+        "checkpoint_mb": round(checkpoint_mb, 1),
         "job_errors": errors,
         "load_average": os.getloadavg(),
     }

@@ -557,6 +557,39 @@ def _lag() -> Row:
                 minimum=0,
             ),
             Panel(
+                "state-timeline",
+                "Consumer status",
+                "The aggregation job's status of the group over its consumer_status window: "
+                "ok, lagging (its lag grows while it commits), stalled (members present, "
+                "nothing committed for the whole window while records wait), stopped (the "
+                "same without members), rewound (a committed offset went back). A slow "
+                "consumer that still commits is never stalled.",
+                [
+                    Query(
+                        f"{_by('status', 'ksmon_group_consumer_status')} == 1",
+                        "{{status}}",
+                    )
+                ],
+                unit="none",
+                height=5,
+                value_texts=[ValueText(1, "", "blue")],
+            ),
+            Panel(
+                "timeseries",
+                "Partitions by consumer status",
+                "How many of the application's input partitions are in each status (the "
+                "aggregation job's consumer_status); the finding in Findings above names them.",
+                [
+                    Query(
+                        _by("status", "ksmon_group_consumer_status_partitions"),
+                        "{{status}}",
+                    )
+                ],
+                unit="short",
+                height=5,
+                minimum=0,
+            ),
+            Panel(
                 "table",
                 "Internal topics",
                 "The application's repartition, changelog and foreign-key topics: partitions "

@@ -131,6 +131,7 @@ class Board:
                     g.topic,
                     g.partition,
                     g.source,
+                    g.status,
                 )
                 rank = (g.priority, -series.t, agent)
                 if key not in best or rank < best[key][0]:
@@ -145,6 +146,7 @@ class Board:
                         topic=g.topic,
                         partition=g.partition,
                         source=g.source,
+                        status=g.status,
                     )
                     best[key] = (rank, row)
         return [row for _rank, row in best.values()]

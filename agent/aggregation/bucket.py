@@ -65,6 +65,12 @@ class Rejected:
     error: str  # what was wrong, naming the field
 
 
+# The group state a coordinator reports for a group it deleted (kafka-consumer-groups
+# --delete, or its offsets expired); an agent ships one last snapshot saying so.
+DEAD = "Dead"
+DELETED = "group deleted"
+NO_LONGER_POLLED = "group no longer polled"
+
 # Rejected records kept per bucket and batch for a person to look at (all are counted).
 REJECTED_SAMPLE = 20
 
@@ -107,18 +113,36 @@ def judge_records(
             )
     out.cluster_polls = [cluster_polls[k] for k in sorted(cluster_polls)]
     for cluster, group in sorted(polls):
-        state = groups.setdefault((cluster, group), GroupState())
-        out.reports.append(
-            judge_group(
-                state,
-                polls[(cluster, group)],
-                params,
-                cluster,
-                group,
-                windows_dropped=windows_dropped,
-            )
-        )
+        for span, deleted_at in _lifetimes(polls[(cluster, group)]):
+            if span:
+                state = groups.setdefault((cluster, group), GroupState())
+                out.reports.append(
+                    judge_group(
+                        state, span, params, cluster, group, windows_dropped=windows_dropped
+                    )
+                )
+            if deleted_at is not None:
+                out.reports += _forget(groups, [(cluster, group)], deleted_at, DELETED)
     return out
+
+
+def _lifetimes(
+    polls: list[tuple[str, Poll]],
+) -> list[tuple[list[tuple[str, Poll]], float | None]]:
+    """A group's polls split where an agent saw it deleted (state Dead: gone from the
+    coordinator): the polls before each deletion, and its time. A group of the same name
+    created again afterwards starts afresh."""
+    spans: list[tuple[list[tuple[str, Poll]], float | None]] = []
+    current: list[tuple[str, Poll]] = []
+    for agent, poll in sorted(polls, key=lambda ap: (ap[1].t, ap[0])):
+        if poll.state == DEAD:
+            spans.append((current, poll.t))
+            current = []
+        else:
+            current.append((agent, poll))
+    if current or not spans:
+        spans.append((current, None))
+    return spans
 
 
 def judge_group(
@@ -151,26 +175,36 @@ def judge_group(
 def expire(groups: dict[GroupKey, GroupState], polled_before: float) -> list[GroupReport]:
     """Groups none of whose series was polled after ``polled_before`` (event time):
     their open findings close, at that time, and their state goes."""
-    reports = []
-    for key in sorted(groups):
-        state = groups[key]
+    silent = []
+    for key, state in groups.items():
         newest = state.newest
         if newest is None:
             newest = max(state.hysteresis.last_evaluated().values(), default=None)
-        if newest is not None and newest > polled_before:
+        if newest is None or newest <= polled_before:
+            silent.append(key)
+    return _forget(groups, silent, polled_before, NO_LONGER_POLLED)
+
+
+def _forget(
+    groups: dict[GroupKey, GroupState], keys: list[GroupKey], at: float, reason: str
+) -> list[GroupReport]:
+    """The groups' open findings closed at ``at`` for ``reason``, their state dropped."""
+    reports = []
+    for key in sorted(keys):
+        state = groups.pop(key, None)
+        if state is None:
             continue
-        events = tuple(
-            FindingEvent.of("close", polled_before, finding) for finding in state.hysteresis.open
-        )
-        del groups[key]
         reports.append(
             GroupReport(
                 cluster=key[0],
                 group=key[1],
-                events=events,
+                events=tuple(
+                    FindingEvent.of("close", at, finding, reason)
+                    for finding in state.hysteresis.open
+                ),
                 open_findings=(),
                 gauges=(),
-                newest=newest,
+                newest=state.newest,
                 judged=0,
                 late=0,
                 duplicates=0,

@@ -5,6 +5,7 @@ aggregate`` starts one; ``--replay`` over recorded files needs none.
 """
 
 import logging
+import os
 import signal
 import threading
 from pathlib import Path
@@ -52,6 +53,7 @@ def replay_recordings(config: Config, paths: list[Path]) -> "ReplayResult":
         paths,
         config.aggregation.detectors,
         quarantine_dir=checkpoint_dir(config.aggregation) / "quarantine",
+        workers=os.cpu_count() or 1,
     )
 
 
@@ -62,6 +64,7 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
     spark = job_session(config, master=master)
     # py4j reports its callback connection closing at shutdown as an error with a traceback.
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
+    _quiet_accumulator_server(spark)
     job = AggregationJob(config, spark)
     done = threading.Event()
     previous = {
@@ -75,6 +78,19 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
         stop_spark(spark)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if done.is_set():
+        log.info("ksmon aggregate stopped: a micro-batch under way runs again at the next start")
+
+
+def _quiet_accumulator_server(spark: "SparkSession") -> None:
+    """PySpark's accumulator server prints a traceback to stderr when the JVM's connection
+    to it breaks, as it does when a stop signal reaches the JVM first (a supervisor signals
+    the whole process group): a debug line is enough."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, address: log.debug(
+            "Spark's accumulator connection from %s closed", address
+        )
 
 
 def stop_spark(spark: "SparkSession") -> None:

@@ -11,6 +11,8 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from agent.aggregation.results import (
+    GROUP_STATUS,
+    GROUP_STATUS_PARTITIONS,
     INSTANCE_LOAD,
     PARTITION_RATE,
     REBALANCES,
@@ -24,6 +26,7 @@ from agent.aggregation.results import (
     UNSTABLE_RATIO,
     GaugeRow,
 )
+from agent.aggregation.rules.consumer_status import STATUSES
 from agent.aggregation.state import JobState, JobView
 from agent.model.findings import Finding
 
@@ -39,6 +42,7 @@ FINDING_LABELS = [
     "partition",
 ]
 _RESTORE_LABELS = ["kafka_cluster", "group", "process", "task", "source"]
+_STATUS_ORDER = {status: i for i, status in enumerate(STATUSES)}
 
 
 def _text(value: object) -> str:
@@ -185,6 +189,26 @@ def _gauges(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
             store_memory.add_metric([g.cluster, g.group, _text(g.process)], g.value)
     yield from (partition, task, thread, instance, expected, remaining, rate, eta)
     yield from (rebalances, unstable, store_memory)
+    yield from _consumer_status(rows)
+
+
+def _consumer_status(rows: tuple[GaugeRow, ...]) -> Iterator[Metric]:
+    """consumer_status's gauges: per group, each status and its partitions."""
+    status = GaugeMetricFamily(
+        "ksmon_group_consumer_status",
+        "The group's consumer status over detectors.consumer_status_window: 1 for the current one "
+        "(ok, lagging, stalled, stopped, rewound), 0 for the others.",
+        labels=["kafka_cluster", "group", "status"],
+    )
+    partitions = GaugeMetricFamily(
+        "ksmon_group_consumer_status_partitions",
+        "Partitions of the group in each consumer status (ok, lagging, stalled, stopped, rewound).",
+        labels=["kafka_cluster", "group", "status"],
+    )
+    families = {GROUP_STATUS: status, GROUP_STATUS_PARTITIONS: partitions}
+    for g in sorted((g for g in rows if g.metric in families), key=_order):
+        families[g.metric].add_metric([g.cluster, g.group, _text(g.status)], g.value)
+    yield from (status, partitions)
 
 
 def _order(g: GaugeRow) -> tuple[str, ...]:
@@ -198,7 +222,13 @@ def _order(g: GaugeRow) -> tuple[str, ...]:
         _text(g.topic),
         f"{g.partition or 0:09d}",
         _text(g.source),
+        _status_order(g.status),
     )
+
+
+def _status_order(status: str | None) -> str:
+    """Statuses worst first, as the rule lists them (not alphabetically)."""
+    return f"{_STATUS_ORDER.get(status or '', 9)}"
 
 
 def _health(view: JobView) -> Iterator[Metric]:
@@ -230,13 +260,14 @@ def _health(view: JobView) -> Iterator[Metric]:
         quarantined.add_metric([reason], view.snapshots_quarantined.get(reason, 0))
     late = CounterMetricFamily(
         "ksmon_job_snapshots_late",
-        "Snapshots older than the look-back when they arrived: kept out of the evaluation.",
+        "Snapshots not judged because a newer poll of their series was judged before they "
+        "arrived (kept for the look-back), or older than the look-back (dropped).",
     )
     late.add_metric([], view.snapshots_late)
     not_judged = CounterMetricFamily(
         "ksmon_job_snapshots_not_judged",
-        "Snapshots kept for the look-back but not judged: older than the newest "
-        "aggregation.judged_polls_per_batch polls of their group in a micro-batch.",
+        "Snapshots not judged because the same poll (series and time) was judged already: "
+        "delivered twice.",
     )
     not_judged.add_metric([], view.snapshots_not_judged)
     errors = CounterMetricFamily(

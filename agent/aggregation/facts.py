@@ -18,6 +18,7 @@ newer agent) are ignored, as ``docs/snapshot.md`` promises.
 """
 
 import json
+import sys
 from collections.abc import Iterable
 from typing import Any, NamedTuple, TypeVar
 
@@ -403,6 +404,16 @@ def _opt_str(value: object, path: str) -> str | None:
     return None if value is None else _str(value, path)
 
 
+def _name(value: object, path: str) -> str:
+    """A name that recurs in every poll (a topic, a member, a task): one string object for
+    all of them, so a window pickles it once, not once a poll."""
+    return sys.intern(_str(value, path))
+
+
+def _opt_name(value: object, path: str) -> str | None:
+    return None if value is None else _name(value, path)
+
+
 def _int(value: object, path: str) -> int:
     if type(value) is not int:
         raise _WrongKindError(f"{path}: expected an integer, got {_kind(value)}")
@@ -524,25 +535,55 @@ def _read(plain: object) -> tuple[SnapshotKey, Poll]:
 
 
 def _tp(value: object, path: str) -> TopicPartition:
-    p = _obj(value, path)
+    if type(value) is dict:
+        topic, partition = value.get("topic"), value.get("partition")
+        if type(topic) is str and type(partition) is int:
+            return TopicPartition(sys.intern(topic), partition)
+    p = _obj(value, path)  # what is wrong, and where
     return TopicPartition(
-        _str(p.get("topic"), f"{path}.topic"), _int(p.get("partition"), f"{path}.partition")
+        _name(p.get("topic"), f"{path}.topic"), _int(p.get("partition"), f"{path}.partition")
     )
 
 
 def _tasks(value: object, path: str) -> tuple[Task, ...]:
+    if type(value) is list:
+        fast = _tasks_fast(value)
+        if fast is not None:
+            return fast
     tasks = []
     for i, x in enumerate(_list(value, path)):
         t = _obj(x, f"{path}[{i}]")
         tasks.append(
             Task(
-                _str(t.get("task"), f"{path}[{i}].task"),
+                _name(t.get("task"), f"{path}[{i}].task"),
                 tuple(
                     _tp(p, f"{path}[{i}].partitions[{j}]")
                     for j, p in enumerate(_list(t.get("partitions"), f"{path}[{i}].partitions"))
                 ),
             )
         )
+    return tuple(tasks)
+
+
+def _tasks_fast(value: list[Any]) -> tuple[Task, ...] | None:
+    """The tasks of a well-formed list without building a field path per value (None:
+    something does not fit; ``_tasks`` then says what, and where)."""
+    tasks = []
+    for x in value:
+        if type(x) is not dict:
+            return None
+        task, partitions = x.get("task"), x.get("partitions")
+        if type(task) is not str or (partitions is not None and type(partitions) is not list):
+            return None
+        refs = []
+        for p in partitions or ():
+            if type(p) is not dict:
+                return None
+            topic, number = p.get("topic"), p.get("partition")
+            if type(topic) is not str or type(number) is not int:
+                return None
+            refs.append(TopicPartition(sys.intern(topic), number))
+        tasks.append(Task(sys.intern(task), tuple(refs)))
     return tuple(tasks)
 
 
@@ -558,9 +599,9 @@ def _member(value: object, i: int) -> Member:
         _tp(p, f"{path}.assigned_partitions[{j}]")
         for j, p in enumerate(_list(m.get("assigned_partitions"), f"{path}.assigned_partitions"))
     )
-    member_id = _str(m.get("member_id"), f"{path}.member_id")
-    client_id = _str(m.get("client_id"), f"{path}.client_id")
-    host = _opt_str(m.get("client_host"), f"{path}.client_host") or ""
+    member_id = _name(m.get("member_id"), f"{path}.member_id")
+    client_id = _name(m.get("client_id"), f"{path}.client_id")
+    host = _opt_name(m.get("client_host"), f"{path}.client_host") or ""
     instance_id = _opt_str(m.get("group_instance_id"), f"{path}.group_instance_id")
     broker_assigned = m.get("member_epoch") is not None
     subscription_bytes = _opt_int(m.get("subscription_bytes"), f"{path}.subscription_bytes") or 0
@@ -593,7 +634,7 @@ def _member(value: object, i: int) -> Member:
         client_id,
         host,
         instance_id,
-        process=_opt_str(st.get("process_id"), f"{sp}.process_id") or None,
+        process=_opt_name(st.get("process_id"), f"{sp}.process_id") or None,
         thread=_opt_int(st.get("thread_index"), f"{sp}.thread_index"),
         decoded=True,
         broker_assigned=broker_assigned,
@@ -620,15 +661,35 @@ def _member(value: object, i: int) -> Member:
 
 
 def _partition(value: object, i: int) -> Partition:
-    path = f"$.partitions[{i}]"
+    if type(value) is dict:
+        g = value.get
+        topic, number, end = g("topic"), g("partition"), g("log_end_offset")
+        committed, lag, owner = g("committed_offset"), g("lag"), g("owner_member_id")
+        if (
+            type(topic) is str
+            and type(number) is int
+            and (end is None or type(end) is int)
+            and (committed is None or type(committed) is int)
+            and (lag is None or type(lag) is int)
+            and (owner is None or type(owner) is str)
+        ):
+            return Partition(
+                sys.intern(topic),
+                number,
+                end,
+                committed,
+                lag,
+                None if owner is None else sys.intern(owner),
+            )
+    path = f"$.partitions[{i}]"  # what is wrong, and where
     p = _obj(value, path)
     return Partition(
-        _str(p.get("topic"), f"{path}.topic"),
+        _name(p.get("topic"), f"{path}.topic"),
         _int(p.get("partition"), f"{path}.partition"),
         _opt_int(p.get("log_end_offset"), f"{path}.log_end_offset"),
         _opt_int(p.get("committed_offset"), f"{path}.committed_offset"),
         _opt_int(p.get("lag"), f"{path}.lag"),
-        _opt_str(p.get("owner_member_id"), f"{path}.owner_member_id"),
+        _opt_name(p.get("owner_member_id"), f"{path}.owner_member_id"),
     )
 
 
@@ -636,7 +697,7 @@ def _topic(value: object, i: int) -> Topic:
     path = f"$.topics[{i}]"
     x = _obj(value, path)
     return Topic(
-        _str(x.get("name"), f"{path}.name"),
+        _name(x.get("name"), f"{path}.name"),
         _int(x.get("partitions"), f"{path}.partitions"),
         _opt_str(x.get("internal_kind"), f"{path}.internal_kind"),
         _bool(x.get("consumed"), f"{path}.consumed"),

@@ -29,8 +29,13 @@ from agent.model.findings import Finding, FindingEvent
 
 def partition_look_back(params: DetectorsConfig) -> float:
     """How long polls keep their partitions: rates look back over the evaluation window,
-    restore_stalled's commit progress over the stall time plus one window."""
-    return max(params.evaluation_window, params.progress_stall_after + params.evaluation_window)
+    restore_stalled's commit progress over the stall time plus one window, consumer_status
+    over its window and the poll before it (one evaluation window covers a poll's gap)."""
+    return max(
+        params.evaluation_window,
+        params.progress_stall_after + params.evaluation_window,
+        params.consumer_status_window + params.evaluation_window,
+    )
 
 
 @dataclass
@@ -73,6 +78,7 @@ def step(
     candidates: list[Candidate] = []
     coverage: list[Coverage] = []
     verdicts: list[tuple[str, Verdict]] = []
+    events: list[FindingEvent] = []
     late = duplicates = 0
     for agent, poll in sorted(polls, key=lambda ap: (ap[1].t, ap[0])):
         window = state.series.setdefault(agent, [])
@@ -89,13 +95,15 @@ def step(
             window[-1] = previous.aged(keep_partitions=True)
         window.append(poll.sharing(previous))
         _trim(window, poll.t, retention, keep_partitions)
-        verdict = judge_poll(SeriesWindow(window), params, group, rules)
+        verdict = judge_poll(SeriesWindow(window), params, group, rules, state.hysteresis.open)
         verdicts.append((agent, verdict))
+        held: list[Candidate] = []
+        judged: list[Coverage] = []
         for judgement in verdict.judgements:
             if judgement.judged:
-                coverage.append(Coverage(cluster, group, agent, poll.t, judgement.kind))
+                judged.append(Coverage(cluster, group, agent, poll.t, judgement.kind))
             for f in judgement.found:
-                candidates.append(
+                held.append(
                     Candidate(
                         cluster=cluster,
                         group=group,
@@ -109,9 +117,13 @@ def step(
                         evidence=f.evidence,
                     )
                 )
-    state.hysteresis, events = advance(
-        state.hysteresis, candidates, coverage, close_after=params.evaluation_window
-    )
+        # Poll by poll, so the next poll's rules see what this one opened.
+        state.hysteresis, opened = advance(
+            state.hysteresis, held, judged, close_after=params.evaluation_window
+        )
+        events += opened
+        candidates += held
+        coverage += judged
     return StepOutcome(
         events=events,
         open_findings=state.hysteresis.open,

@@ -5,7 +5,17 @@ keeps holding, and closes at the first evaluation, by any agent's series of
 its group that could judge its kind, that comes a full ``close_after``
 (the evaluation window) after the rule last held. A rule that cannot judge
 (a group mid-rebalance, say) neither holds nor fails, so it never closes a
-finding by itself. A severity change while open is an ``update`` event.
+finding by itself.
+
+While open, a finding follows the newest evaluation: its severity, text,
+evidence and ``last_seen`` are the latest the rule gave, except that a
+series (one agent's view) never overrides another that held it more
+severely within the window (a central agent's warning does not undo a
+sidecar's critical view at the next poll: the alert would flap). An ``update`` event
+tells the findings topic so when the severity changed, or when the text
+changed and the last event of that finding is at least ``close_after`` old
+(one event a window at most: the text of a growing lag changes at every poll,
+the person on call needs the newest, not every one).
 
 Evaluations are processed in event-time order; an evaluation no later than
 what a series was already evaluated at (late data, a replayed batch) is
@@ -59,6 +69,10 @@ class HysteresisState:
     open: tuple[Finding, ...] = ()
     # (cluster, group, agent, the latest event time evaluated) per series.
     evaluated_until: tuple[tuple[str, str, str, float], ...] = ()
+    # Per open finding: (key, time of its last event, the text that event carried).
+    reported: tuple[tuple[str, float, str], ...] = ()
+    # Per open finding and series that held it lately: (key, agent, time, severity).
+    holders: tuple[tuple[str, str, float, str], ...] = ()
 
     def to_json(self) -> str:
         return json.dumps(to_plain(self), separators=(",", ":"))
@@ -71,6 +85,12 @@ class HysteresisState:
             evaluated_until=tuple(
                 (str(c), str(g), str(a), float(t))
                 for c, g, a, t in plain.get("evaluated_until", [])
+            ),
+            reported=tuple(
+                (str(k), float(t), str(text)) for k, t, text in plain.get("reported", [])
+            ),
+            holders=tuple(
+                (str(k), str(a), float(t), str(sev)) for k, a, t, sev in plain.get("holders", [])
             ),
         )
 
@@ -92,13 +112,10 @@ def advance(
     coverage: Iterable[Coverage],
     *,
     close_after: float,
-    forget_after: float | None = None,
 ) -> tuple[HysteresisState, list[FindingEvent]]:
     """Apply one batch of evaluations; return the new state and the events, in time order.
 
-    ``forget_after``: close findings of a group none of whose series was
-    evaluated for that long (event time) while its cluster kept reporting: a
-    deleted group or a retired agent must not leave findings open for ever.
+    (A group no longer polled at all is forgotten by the job, ``bucket.expire``.)
     """
     until = state.last_evaluated()
     kinds_at: dict[_Instant, set[str]] = defaultdict(set)
@@ -115,11 +132,23 @@ def advance(
         merged[candidate.key()] = _merge(merged.get(candidate.key()), candidate)
 
     open_now = {f.key: f for f in state.open}
+    # A finding opened before ``reported`` was kept: its opening is its last event.
+    reported = {f.key: (f.since, f.explanation) for f in state.open}
+    reported.update({key: (t, text) for key, t, text in state.reported})
+    holders: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
+    for key, agent, t, severity in state.holders:
+        holders[key][agent] = (t, severity)
     events: list[FindingEvent] = []
     for instant in sorted(kinds_at, key=lambda i: (i.t, i.cluster, i.group, i.agent)):
         held = held_at.get(instant, {})
         for key, candidate in sorted(held.items()):
-            events += _hold(open_now, key, candidate)
+            holders[key][candidate.agent] = (candidate.t, candidate.severity)
+            outranked = _outranked(holders[key], candidate, close_after)
+            for event in _hold(
+                open_now, key, candidate, reported.get(key), close_after, outranked=outranked
+            ):
+                reported[key] = (event.at, event.finding.explanation)
+                events.append(event)
         judged = kinds_at[instant]
         for key, finding in sorted(open_now.items()):
             if (
@@ -131,14 +160,23 @@ def advance(
             ):
                 events.append(FindingEvent.of("close", instant.t, finding))
                 del open_now[key]
+                reported.pop(key, None)
+                holders.pop(key, None)
         series = (instant.cluster, instant.group, instant.agent)
         until[series] = max(until.get(series, instant.t), instant.t)
 
-    if forget_after is not None:
-        events += _forget_silent_groups(open_now, until, forget_after)
     new_state = HysteresisState(
         open=tuple(sorted(open_now.values(), key=lambda f: f.key)),
         evaluated_until=tuple(sorted((*series, t) for series, t in until.items())),
+        reported=tuple(sorted((k, *reported[k]) for k in open_now if k in reported)),
+        holders=tuple(
+            sorted(
+                (k, agent, t, severity)
+                for k in open_now
+                for agent, (t, severity) in holders.get(k, {}).items()
+                if t >= open_now[k].last_seen - close_after
+            )
+        ),
     )
     return new_state, events
 
@@ -152,7 +190,25 @@ def _merge(current: Candidate | None, new: Candidate) -> Candidate:
     return replace(current, since=min(new.since, current.since))
 
 
-def _hold(open_now: dict[str, Finding], key: str, candidate: Candidate) -> list[FindingEvent]:
+def _outranked(holders: dict[str, tuple[float, str]], candidate: Candidate, window: float) -> bool:
+    """Whether another series held the finding, more severely, within the window: a
+    sidecar's critical view is not undone by a central agent's warning at the next poll."""
+    rank = _RANK.get(candidate.severity, 99)
+    return any(
+        agent != candidate.agent and candidate.t - t < window and _RANK.get(severity, 99) < rank
+        for agent, (t, severity) in holders.items()
+    )
+
+
+def _hold(
+    open_now: dict[str, Finding],
+    key: str,
+    candidate: Candidate,
+    reported: tuple[float, str] | None,
+    every: float,
+    *,
+    outranked: bool = False,
+) -> list[FindingEvent]:
     existing = open_now.get(key)
     if existing is None:
         finding = Finding(
@@ -170,6 +226,10 @@ def _hold(open_now: dict[str, Finding], key: str, candidate: Candidate) -> list[
         return [FindingEvent.of("open", candidate.t, finding)]
     if candidate.t < existing.last_seen:
         return []
+    if outranked:
+        # The more severe series speaks while it holds: only the finding's time moves on.
+        open_now[key] = replace(existing, last_seen=candidate.t)
+        return []
     updated = replace(
         existing,
         severity=candidate.severity,
@@ -178,27 +238,12 @@ def _hold(open_now: dict[str, Finding], key: str, candidate: Candidate) -> list[
         evidence=candidate.evidence,
     )
     open_now[key] = updated
-    if updated.severity != existing.severity:
+    last_at, last_text = reported if reported is not None else (existing.since, "")
+    if updated.severity != existing.severity or (
+        updated.explanation != last_text and candidate.t - last_at >= every
+    ):
         return [FindingEvent.of("update", candidate.t, updated)]
     return []
-
-
-def _forget_silent_groups(
-    open_now: dict[str, Finding], until: dict[tuple[str, str, str], float], forget_after: float
-) -> list[FindingEvent]:
-    newest_of_cluster: dict[str, float] = {}
-    newest_of_group: dict[tuple[str, str], float] = {}
-    for (cluster, group, _agent), t in until.items():
-        newest_of_cluster[cluster] = max(newest_of_cluster.get(cluster, t), t)
-        newest_of_group[(cluster, group)] = max(newest_of_group.get((cluster, group), t), t)
-    events = []
-    for key, finding in sorted(open_now.items()):
-        cluster_now = newest_of_cluster.get(finding.cluster)
-        group_seen = newest_of_group.get((finding.cluster, finding.group), finding.last_seen)
-        if cluster_now is not None and cluster_now - group_seen >= forget_after:
-            events.append(FindingEvent.of("close", cluster_now, finding))
-            del open_now[key]
-    return events
 
 
 def open_findings(state: HysteresisState) -> Sequence[Finding]:

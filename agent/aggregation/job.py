@@ -172,6 +172,8 @@ class AggregationJob:
         self.state = JobState()
         self.board = Board()
         self._board_batch: int | None = None  # the batch the board reflects
+        self._late_counted_through = -1  # the last batch whose watermark drops are counted
+        self._stopping = threading.Event()
         self.publisher = self._publisher()
         self._query: object | None = None
         self._lock = threading.Lock()
@@ -249,6 +251,7 @@ class AggregationJob:
             self._query.processAllAvailable()  # type: ignore[attr-defined]
 
     def stop(self) -> None:
+        self._stopping.set()
         query, self._query = self._query, None
         if query is not None:
             try:
@@ -271,8 +274,14 @@ class AggregationJob:
             try:
                 self._process(batch, batch_id, started)
             except Exception:
-                self.state.batch_failed()
                 self._board_batch = None  # folded half-way, perhaps: read it back next time
+                if self._stopping.is_set():
+                    # Stopping interrupts the batch under way: not a failure to report.
+                    log.info(
+                        "micro-batch %d stopped half-way; it runs again at the next start", batch_id
+                    )
+                    raise
+                self.state.batch_failed()
                 log.exception("micro-batch %d failed; the job carries on", batch_id)
                 raise
 
@@ -283,6 +292,9 @@ class AggregationJob:
                 "micro-batch %d was folded in before a restart; publishing what is missing",
                 batch_id,
             )
+            # Still computed: the stateful operator commits its state with the batch (Spark
+            # checks every state store did), and from the same state it reports the same.
+            batch.collect()
             self._publish(done)
             self.board = Board.restored(done.board)
             self._board_batch = batch_id
@@ -319,11 +331,23 @@ class AggregationJob:
             events=events,
             processed=tally.accepted,
             quarantined=dict(tally.rejected),
-            late=tally.late,
+            late=tally.late + self._dropped_by_watermark(),
             not_judged=tally.duplicates,
             newest=self.board.newest,
         )
         _log_batch(batch_id, events, tally, (judged_at - started, finished - judged_at))
+
+    def _dropped_by_watermark(self) -> int:
+        """Snapshots Spark dropped as older than the watermark, in batches not yet counted
+        (its progress report of a batch is ready by the next one)."""
+        query = self._query
+        progress = None if query is None else query.lastProgress  # type: ignore[attr-defined]
+        if not progress or int(progress["batchId"]) <= self._late_counted_through:
+            return 0
+        self._late_counted_through = int(progress["batchId"])
+        return sum(
+            int(op.get("numRowsDroppedByWatermark", 0)) for op in progress.get("stateOperators", [])
+        )
 
     def _publish(self, record: BatchRecord) -> None:
         if self.publisher is None or record.batch_id <= self.ledger.published_through():
@@ -390,8 +414,9 @@ def _log_batch(
     for event in events:
         f = event.finding
         log.info(
-            "finding %s: %s %s %s/%s %s: %s",
+            "finding %s%s: %s %s %s/%s %s: %s",
             event.event,
+            f" ({event.reason})" if event.reason else "",
             f.severity,
             f.kind,
             f.cluster,

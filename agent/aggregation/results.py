@@ -14,8 +14,10 @@ RESTORE_ETA = "restore_eta"
 REBALANCES = "rebalances"
 UNSTABLE_RATIO = "unstable_ratio"
 STORE_MEMORY_ESTIMATE = "store_memory_estimate"
+GROUP_STATUS = "group_status"  # 1 for the group's status, 0 for the others (``status``)
+GROUP_STATUS_PARTITIONS = "group_status_partitions"  # partitions in each ``status``
 
-GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source")
+GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source", "status")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,3 +32,4 @@ class GaugeRow:
     topic: str | None = None
     partition: int | None = None
     source: str | None = None
+    status: str | None = None

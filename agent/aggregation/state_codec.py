@@ -8,11 +8,12 @@ holds two halves that age differently:
 * the hysteresis of each group (its open findings), as JSON: a contract the
   findings topic shares, readable by every later version, so an upgrade never
   forgets a finding it published as open;
-* the windows of polls, ``facts.Poll`` tuples pickled (a hundred polls of a
-  group in a few milliseconds). Their layout changes with the facts the rules
-  read, so they carry ``WINDOWS_FORMAT``; windows of another format are
-  dropped rather than misread, the rules then judge from the polls that
-  follow, and ``decode`` says so (the job logs it once). Bump
+* the windows of polls, ``facts.Poll`` records as plain tuples (``tuples``),
+  pickled: a hundred polls of a group in about a millisecond each way. Their
+  layout changes with the facts the rules read, so they carry
+  ``WINDOWS_FORMAT``; windows of another format are dropped rather than
+  misread, the rules then judge from the polls that follow, and ``decode``
+  says so (the job logs it once). Bump
   ``WINDOWS_FORMAT`` with every change to a ``facts`` record:
   ``tests/unit/aggregation/test_state_codec.py`` keeps the records' fields
   and fails until it is bumped.
@@ -25,6 +26,7 @@ from typing import NamedTuple
 
 from agent.aggregation.group import GroupState
 from agent.aggregation.hysteresis import HysteresisState
+from agent.aggregation.tuples import freeze, thaw
 
 WINDOWS_FORMAT = 1
 
@@ -36,7 +38,7 @@ class StoredBucket(NamedTuple):
 
     windows_format: int
     hysteresis: str  # JSON: [[cluster, group, HysteresisState as JSON], ...]
-    windows: bytes  # zlib(pickle): {(cluster, group): {agent: [facts.Poll, ...]}}
+    windows: bytes  # zlib(pickle): {(cluster, group): {agent: [a facts.Poll as tuples, ...]}}
 
 
 def bucket_of(cluster: str, group: str, buckets: int) -> int:
@@ -54,7 +56,10 @@ def encode(groups: dict[GroupKey, GroupState]) -> StoredBucket:
         ),
         # Level 1: most of a window is repeated names and offsets; more effort buys little.
         zlib.compress(
-            pickle.dumps({k: groups[k].series for k in keys}, protocol=pickle.HIGHEST_PROTOCOL),
+            pickle.dumps(
+                {k: {a: freeze(polls) for a, polls in groups[k].series.items()} for k in keys},
+                protocol=pickle.HIGHEST_PROTOCOL,
+            ),
             1,
         ),
     )
@@ -70,5 +75,5 @@ def decode(stored: StoredBucket) -> tuple[dict[GroupKey, GroupState], bool]:
         return groups, True
     windows = pickle.loads(zlib.decompress(stored.windows))  # noqa: S301 - the job's own state
     for key, series in windows.items():
-        groups.setdefault(key, GroupState()).series = series
+        groups.setdefault(key, GroupState()).series = {a: thaw(p) for a, p in series.items()}
     return groups, False

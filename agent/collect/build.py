@@ -90,6 +90,10 @@ class PollObservation:
     # Configured Topology#describe() texts, parsed, by group id (as printed: internal
     # topics without the application id; ``build_snapshot`` names them).
     topologies: Mapping[str, TopologyDescription] = field(default_factory=dict)
+    # A topic's row is the same in every group that reads it: built once per poll.
+    topic_rows: dict[tuple[str, str | None, bool], TopicInfo] = field(
+        default_factory=dict, repr=False
+    )
 
 
 def is_streams_group(
@@ -329,7 +333,7 @@ def _partitions(
         leo = end.offset if end else None
         offset, metadata = committed.get(key, (None, None))
         lag = max(0, leo - offset) if leo is not None and offset is not None else None
-        lag_seconds = history.lag_seconds(key, offset, now) if offset is not None else None
+        estimate = history.estimate(key, offset, now) if offset is not None else None
         metadata_topic = observation.topics.get(topic)
         leaders = metadata_topic.leaders if metadata_topic else ()
         rows.append(
@@ -340,7 +344,8 @@ def _partitions(
                 log_start_offset=start.offset if start else None,
                 committed_offset=offset,
                 lag=lag,
-                lag_seconds=lag_seconds,
+                lag_seconds=estimate.seconds if estimate is not None else None,
+                lag_seconds_lower_bound=estimate is not None and estimate.lower_bound,
                 owner_member_id=owners.get(key),
                 stream_time_ms=_stream_time(metadata) if streams else None,
                 leader_id=leaders[partition] if partition < len(leaders) else None,
@@ -366,9 +371,14 @@ def _topics(
     cache = observation.metadata
     rows = []
     for name in sorted(consumed | set(internal)):
+        kind = internal.get(name)
+        memo = (name, kind, name in consumed)
+        known = observation.topic_rows.get(memo)
+        if known is not None:
+            rows.append(known)
+            continue
         meta = observation.topics.get(name)
         config = cache.topic_configs.get(name)
-        kind = internal.get(name)
         end_offsets: tuple[int | None, ...] = ()
         if kind is InternalTopicKind.CHANGELOG and meta is not None:
             end_offsets = tuple(
@@ -389,6 +399,7 @@ def _topics(
                 replication_factor=meta.replication_factor if meta else None,
             )
         )
+        observation.topic_rows[memo] = rows[-1]
     return tuple(rows)
 
 

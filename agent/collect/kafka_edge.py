@@ -33,6 +33,7 @@ from agent.collect.raw import (
     StreamsGroupMember,
     StreamsTaskSet,
     Subtopology,
+    TimedOffset,
     TopicConfig,
     TopicMetadata,
 )
@@ -130,15 +131,28 @@ class KafkaEdge:
     def reset(self) -> None:
         """Drop the connection (after failures); the next call reconnects from bootstrap."""
         with self._lock:
-            admin, self._admin = self._admin, None
-            self._coordinators.clear()
+            self._drop()
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Drop the connection, waiting at most ``timeout`` for a connection being made
+        (a bootstrap to a dead broker lasts its request timeout): a stopping agent
+        leaves that one to its daemon thread."""
+        if not self._lock.acquire(timeout=timeout):
+            log.debug("closing the Kafka connection: a bootstrap is under way; left to it")
+            return
+        try:
+            self._drop()
+        finally:
+            self._lock.release()
+
+    def _drop(self) -> None:
+        admin, self._admin = self._admin, None
+        self._coordinators.clear()
         if admin is not None:
             try:
                 admin.close()
             except Exception as e:  # noqa: BLE001 - closing a broken client may fail in any way
                 log.debug("closing the admin client failed: %s", e)
-
-    close = reset
 
     def _run(self, coroutine: Callable[..., Awaitable[T]], *args: object) -> T:
         admin = self._client()
@@ -401,19 +415,51 @@ class KafkaEdge:
         self, by_leader: Mapping[int, Sequence[tuple[str, int]]], timestamp: int
     ) -> tuple[list[PartitionOffset], list[FailedRequest]]:
         """Latest (-1) or earliest (-2) offsets: one ListOffsets per partition leader."""
+        stage = "list_offsets_latest" if timestamp == LATEST else "list_offsets_earliest"
+        timed = {
+            leader: [(topic, partition, timestamp) for topic, partition in partitions]
+            for leader, partitions in by_leader.items()
+        }
+
+        def answer(topic: str, p: Any) -> PartitionOffset:
+            if p.error_code:
+                return PartitionOffset(topic, p.partition_index, None, p.error_code)
+            return PartitionOffset(topic, p.partition_index, p.offset)
+
+        return self._list_offsets(stage, timed, answer)
+
+    def offsets_for_times(
+        self, by_leader: Mapping[int, Sequence[tuple[str, int, int]]]
+    ) -> tuple[list[TimedOffset], list[FailedRequest]]:
+        """ListOffsets by time, one per partition leader: for each (topic, partition,
+        Unix milliseconds), the first offset whose record time is at or after it
+        (-1: none is) and that record's time (-1: none)."""
+
+        def answer(topic: str, p: Any) -> TimedOffset:
+            if p.error_code:
+                return TimedOffset(topic, p.partition_index, None, -1, p.error_code)
+            return TimedOffset(topic, p.partition_index, p.offset, p.timestamp)
+
+        return self._list_offsets("list_offsets_by_time", by_leader, answer)
+
+    def _list_offsets(
+        self,
+        stage: str,
+        by_leader: Mapping[int, Sequence[tuple[str, int, int]]],
+        answer: Callable[[str, Any], T],
+    ) -> tuple[list[T], list[FailedRequest]]:
         from kafka.protocol.consumer import ListOffsetsRequest  # noqa: PLC0415
 
         topic_request = ListOffsetsRequest.ListOffsetsTopic
         partition_request = topic_request.ListOffsetsPartition
-        stage = "list_offsets_latest" if timestamp == LATEST else "list_offsets_earliest"
 
-        async def run() -> tuple[list[PartitionOffset], list[FailedRequest]]:
+        async def run() -> tuple[list[T], list[FailedRequest]]:
             manager = self._admin._manager
             pending = []
             for leader, partitions in by_leader.items():
-                by_topic: dict[str, list[int]] = {}
-                for topic, partition in partitions:
-                    by_topic.setdefault(topic, []).append(partition)
+                by_topic: dict[str, list[tuple[int, int]]] = {}
+                for topic, partition, timestamp in partitions:
+                    by_topic.setdefault(topic, []).append((partition, timestamp))
                 request = ListOffsetsRequest(
                     replica_id=-1,
                     isolation_level=0,
@@ -421,15 +467,14 @@ class KafkaEdge:
                         topic_request(
                             name=topic,
                             partitions=[
-                                partition_request(partition_index=p, timestamp=timestamp)
-                                for p in ps
+                                partition_request(partition_index=p, timestamp=ts) for p, ts in ps
                             ],
                         )
                         for topic, ps in by_topic.items()
                     ],
                 )
                 pending.append((leader, manager.send(request, node_id=leader)))
-            results: list[PartitionOffset] = []
+            results: list[T] = []
             failures: list[FailedRequest] = []
             for leader, future in pending:
                 try:
@@ -441,13 +486,8 @@ class KafkaEdge:
                     )
                     continue
                 for t in response.topics:
-                    for p in t.partitions:
-                        ok = p.error_code == 0
-                        results.append(
-                            PartitionOffset(
-                                t.name, p.partition_index, p.offset if ok else None, p.error_code
-                            )
-                        )
+                    name = t.name
+                    results.extend(answer(name, p) for p in t.partitions)
             return results, failures
 
         return self._run(run)

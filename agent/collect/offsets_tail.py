@@ -121,8 +121,14 @@ def wait_for_partitions(
 
 
 def _offsets_topic_partitions(consumer: Any) -> set[int]:  # noqa: ANN401 - kafka-python's consumer
-    consumer.topics()  # refreshes the metadata the next call reads from
-    return set(consumer.partitions_for_topic(OFFSETS_TOPIC) or ())
+    """Metadata for ``__consumer_offsets`` alone: ``consumer.topics()`` fetched (and the
+    consumer kept until its next refresh) every topic's, tens of MB on a large cluster."""
+    cluster = consumer._cluster
+    future = cluster.add_topic(OFFSETS_TOPIC)
+    if future.is_done:  # tracked already: ask again, it may have been created since
+        future = cluster.request_update()
+    consumer._net.run(consumer._manager.wait_for, future, None)
+    return set(cluster.partitions_for_topic(OFFSETS_TOPIC) or ())
 
 
 class OffsetsTopicTail(RebalanceSource):
@@ -189,7 +195,11 @@ class OffsetsTopicTail(RebalanceSource):
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             exclude_internal_topics=False,
-            max_partition_fetch_bytes=4 * 1024 * 1024,
+            # Small fetches: at start the whole topic is read, and the default (50 MB a
+            # fetch) raised the agent's peak memory by that much. A record larger than
+            # this still comes (the broker returns at least one batch).
+            max_partition_fetch_bytes=1024 * 1024,
+            fetch_max_bytes=4 * 1024 * 1024,
         )
         try:
             partitions = wait_for_partitions(

@@ -13,8 +13,9 @@ it concerns; only a cluster that cannot be reached at all fails the poll.
 import logging
 import re
 import time
+import typing
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from agent.collect.app_scrape import Scrape
@@ -22,6 +23,7 @@ from agent.collect.build import (
     OFFSETS_TOPIC,
     GroupRebalanceFacts,
     PollObservation,
+    TopicPartitionKey,
     build_snapshots,
     is_streams_group,
     streams_internal_topics,
@@ -33,7 +35,7 @@ from agent.collect.kafka_edge import (
     KafkaUnavailableError,
     describe_exception,
 )
-from agent.collect.lag_time import OffsetHistory
+from agent.collect.lag_time import DatingAnswer, DatingWanted, OffsetHistory, date_backlogs
 from agent.collect.raw import (
     ClusterMetadataCache,
     ConsumerGroupDescription,
@@ -58,6 +60,10 @@ log = logging.getLogger(__name__)
 _WATCHED_PROTOCOL_TYPES = {"consumer", "streams", ""}
 _CLASSIC_TYPES = {"classic", ""}
 _GROUP_ID_NOT_FOUND = 69  # DescribeGroups' answer for a group of another type
+# ListOffsets errors that mean the leader kept for a partition is no longer its leader:
+# UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
+# FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
+_LEADER_MOVED = {3, 5, 6, 74, 75}
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +141,9 @@ class ClusterPoller:
         self.clock = clock
         self.metadata = ClusterMetadataCache()
         self.sequence = 0
+        self.dating_rounds = 0  # ListOffsets-by-time rounds asked since start
+        self._leaders: dict[str, TopicMetadata] = {}  # kept between metadata refreshes
+        self._starts: dict[TopicPartitionKey, PartitionOffset] = {}  # ditto, earliest offsets
 
     def poll(self) -> PollResult:
         self.sequence += 1
@@ -280,15 +289,14 @@ class ClusterPoller:
             topics.update(self.sidecar.changelog_topics(pod))
         if refresh:
             failures += self._refresh_topic_facts(sorted(topics | {OFFSETS_TOPIC}))
-        topic_list = self.edge.topic_metadata(sorted(topics)) if topics else []
-        metadata = {t.name: t for t in topic_list if t.error_code == 0}
+        metadata, fetched = self._topic_leaders(topics, refresh, everything, offsets)
         if self.sidecar is not None:
             # No all-topics listing in sidecar mode: the internal topics are the
             # candidate names that exist.
             self.metadata.all_topics = tuple(sorted(metadata))
         by_leader = _partitions_by_leader(metadata.values())
-        log_end, latest_failures = self.edge.list_offsets(by_leader, LATEST)
-        log_start, earliest_failures = self.edge.list_offsets(by_leader, EARLIEST)
+        log_end, latest_failures = self._log_ends(metadata, by_leader, fetched)
+        log_start, earliest_failures = self._log_starts(by_leader, refresh)
         failures += latest_failures + earliest_failures
 
         now = self.clock()
@@ -296,6 +304,13 @@ class ClusterPoller:
             if p.offset is not None:
                 self.history.record((p.topic, p.partition), now, p.offset)
         self.history.retain((p.topic, p.partition) for p in log_end)
+        ends, starts = _by_key(log_end), log_start
+        committed = _committed_by_partition(offsets.values())
+        failures += self._date_backlogs(committed, metadata, ends, starts, now, offsets)
+        if not fetch_failures and all(not o.error_code for o in offsets.values()):
+            # Every group's committed offsets are known: points below all of them go.
+            for key, values in committed.items():
+                self.history.prune(key, min(values))
 
         observation = PollObservation(
             cluster=self.cluster,
@@ -309,8 +324,8 @@ class ClusterPoller:
             streams_groups=streams_groups,
             offsets=offsets,
             topics=metadata,
-            log_end=_by_key(log_end),
-            log_start=_by_key(log_start),
+            log_end=ends,
+            log_start=starts,
             metadata=self.metadata,
             failures=failures,
             rebalances=self.rebalances.facts(g.group_id for g in groups),
@@ -320,6 +335,175 @@ class ClusterPoller:
             topologies=self.topologies,
         )
         result.snapshots = build_snapshots(observation, self.history, now)
+
+    def _topic_leaders(
+        self,
+        topics: set[str],
+        refresh: bool,
+        everything: list[TopicMetadata] | None,
+        offsets: Mapping[str, GroupOffsets],
+    ) -> tuple[dict[str, TopicMetadata], set[str]]:
+        """The topics' partitions and leaders, and which of them were asked for now.
+
+        Leaders rarely move: they are kept between polls and asked for again at every
+        metadata refresh, for topics not seen before or with a partition committed
+        beyond those kept (partitions were added), and (``_log_ends``) when a leader
+        no longer answers for its partitions. A refresh of a central agent already
+        read every topic."""
+        if refresh:
+            self._leaders.clear()
+            if everything is not None and self.sidecar is None:
+                self._leaders.update(
+                    (t.name, t) for t in everything if t.error_code == 0 and t.name in topics
+                )
+        for g in offsets.values():
+            for c in g.offsets:
+                kept = self._leaders.get(c.topic)
+                if kept is not None and c.partition >= len(kept.leaders):
+                    del self._leaders[c.topic]
+        missing = sorted(t for t in topics if t not in self._leaders)
+        if missing:
+            self._leaders.update(
+                (t.name, t) for t in self.edge.topic_metadata(missing) if t.error_code == 0
+            )
+        for gone in [t for t in self._leaders if t not in topics]:
+            del self._leaders[gone]
+        fetched = set(missing) | (set(self._leaders) if refresh else set())
+        return {t: self._leaders[t] for t in topics if t in self._leaders}, fetched
+
+    def _log_ends(
+        self,
+        metadata: dict[str, TopicMetadata],
+        by_leader: dict[int, list[TopicPartitionKey]],
+        fetched: set[str],
+    ) -> tuple[list[PartitionOffset], list[FailedRequest]]:
+        """Latest offsets; where kept leaders turn out wrong (a partition's error says
+        its leader moved, or its broker did not answer), the leaders are asked again and
+        those partitions once more, in the same poll (``by_leader`` is brought up to
+        date)."""
+        log_end, failures = self.edge.list_offsets(by_leader, LATEST)
+        answered = {(p.topic, p.partition) for p in log_end if p.error_code not in _LEADER_MOVED}
+        moved = {
+            topic
+            for partitions in by_leader.values()
+            for topic, partition in partitions
+            if (topic, partition) not in answered and topic not in fetched
+        }
+        if not moved:
+            return log_end, failures
+        for t in self.edge.topic_metadata(sorted(moved)):
+            if t.error_code == 0:
+                self._leaders[t.name] = metadata[t.name] = t
+        by_leader.clear()
+        by_leader.update(_partitions_by_leader(metadata.values()))
+        again, failures = self.edge.list_offsets(
+            _partitions_by_leader(metadata[t] for t in moved if t in metadata), LATEST
+        )
+        kept = [p for p in log_end if p.topic not in moved]
+        return kept + again, failures
+
+    def _log_starts(
+        self, by_leader: dict[int, list[TopicPartitionKey]], refresh: bool
+    ) -> tuple[dict[TopicPartitionKey, PartitionOffset], list[FailedRequest]]:
+        """Earliest offsets, asked at every metadata refresh and for partitions not seen
+        before: retention moves them by whole segments, minutes apart, and asking at
+        every poll cost a third of a poll's requests."""
+        starts = self._starts
+        if refresh:
+            starts.clear()
+        new = {
+            leader: fresh
+            for leader, partitions in by_leader.items()
+            if (fresh := [tp for tp in partitions if tp not in starts])
+        }
+        failures: list[FailedRequest] = []
+        if new:
+            found, failures = self.edge.list_offsets(new, EARLIEST)
+            starts.update(((p.topic, p.partition), p) for p in found if p.offset is not None)
+        wanted = {tp: starts[tp] for tps in by_leader.values() for tp in tps if tp in starts}
+        if len(wanted) < len(starts):
+            self._starts = dict(wanted)  # partitions no longer polled
+        return wanted, failures
+
+    def _date_backlogs(  # noqa: PLR0917 - one poll's facts, all needed
+        self,
+        committed: Mapping[TopicPartitionKey, list[int]],
+        metadata: Mapping[str, TopicMetadata],
+        ends: Mapping[TopicPartitionKey, PartitionOffset],
+        starts: Mapping[TopicPartitionKey, PartitionOffset],
+        now: float,
+        offsets: Mapping[str, GroupOffsets],
+    ) -> list[FailedRequest]:
+        """Date, from the broker's time index, the committed offsets older than what the
+        agent's own table covers (a backlog older than its uptime, a rewound group):
+        only partitions some group is behind on, and only until their table covers
+        them (``lag_time.date_backlogs``)."""
+        wanted: dict[Hashable, DatingWanted] = {}
+        for key, values in committed.items():
+            end = ends.get(key)
+            if end is None or end.offset is None:
+                continue
+            behind = tuple(sorted({c for c in values if c < end.offset}))
+            if not behind:
+                continue
+            start = starts.get(key)
+            log_start = start.offset if start is not None else None
+            if any(self.history.needs_dating(key, c, log_start, now) for c in behind):
+                wanted[key] = DatingWanted(behind, log_start, end.offset)
+        if not wanted:
+            return []
+        leaders = {
+            (name, partition): leader
+            for name, topic in metadata.items()
+            for partition, leader in enumerate(topic.leaders)
+        }
+        failures: list[FailedRequest] = []
+
+        def ask(
+            questions: dict[Hashable, float],
+        ) -> tuple[dict[Hashable, DatingAnswer], set[Hashable]]:
+            by_leader: dict[int, list[tuple[str, int, int]]] = defaultdict(list)
+            for key, at in questions.items():
+                topic, partition = typing.cast(TopicPartitionKey, key)
+                leader = leaders.get((topic, partition), -1)
+                if leader >= 0:
+                    by_leader[leader].append((topic, partition, int(at * 1000)))
+            found, failed = self.edge.offsets_for_times(by_leader)
+            failures.extend(failed)
+            answers: dict[Hashable, DatingAnswer] = {}
+            refused: set[Hashable] = set()
+            for t in found:
+                key = (t.topic, t.partition)
+                if t.offset is None:
+                    refused.add(key)
+                else:
+                    answers[key] = DatingAnswer(
+                        t.offset, t.timestamp_ms / 1000 if t.timestamp_ms >= 0 else None
+                    )
+            return answers, refused
+
+        outcome = date_backlogs(self.history, wanted, ask, now)
+        self.dating_rounds += outcome.rounds
+        log.debug(
+            "cluster %s: dated %d partitions from the broker in %d rounds (%d undatable)",
+            self.cluster,
+            outcome.partitions,
+            outcome.rounds,
+            outcome.undatable,
+        )
+        if not failures:
+            return []
+        # It concerns the groups behind on those partitions, and one failed request per
+        # round would repeat the same error: say it once.
+        concerned = tuple(
+            sorted(
+                g.group_id
+                for g in offsets.values()
+                if any((c.topic, c.partition) in wanted for c in g.offsets)
+            )
+        )
+        unique = {(f.stage, f.error, f.message): f for f in failures}
+        return [replace(f, groups=concerned) for f in unique.values()]
 
     def _metadata_due(self, now: float) -> bool:
         refreshed = self.metadata.refreshed_at
@@ -424,3 +608,15 @@ def _partitions_by_leader(topics: Iterable[TopicMetadata]) -> dict[int, list[tup
 
 def _by_key(offsets: Sequence[PartitionOffset]) -> dict[tuple[str, int], PartitionOffset]:
     return {(p.topic, p.partition): p for p in offsets}
+
+
+def _committed_by_partition(
+    groups: Iterable[GroupOffsets],
+) -> dict[TopicPartitionKey, list[int]]:
+    """Every group's committed offset, per partition."""
+    committed: dict[TopicPartitionKey, list[int]] = defaultdict(list)
+    for g in groups:
+        for c in g.offsets:
+            if c.error_code == 0 and c.offset >= 0:
+                committed[(c.topic, c.partition)].append(c.offset)
+    return committed

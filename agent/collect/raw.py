@@ -158,6 +158,18 @@ class PartitionOffset:
 
 
 @dataclass(frozen=True, slots=True)
+class TimedOffset:
+    """ListOffsets by time: the first offset whose record time is at or after the time
+    asked (-1: none is; None: an error), and that record's time in ms (-1: none)."""
+
+    topic: str
+    partition: int
+    offset: int | None
+    timestamp_ms: int
+    error_code: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfig:
     name: str
     cleanup_policy: str | None = None

@@ -6,14 +6,21 @@ every job has its own worker thread, so a slow or unreachable cluster never
 delays another cluster, the sink, or the HTTP server. A poll slower than its
 interval is said once per ``OVERRUN_LOG_INTERVAL`` (APScheduler would warn at
 every skipped run; ``ksmon_poll_duration_seconds`` shows it all the time).
+
+Polls run in daemon threads: stopping waits a short grace for the polls under
+way and then leaves the rest (one stuck in a dead broker's 30 s bootstrap)
+behind, so the process exits in seconds, not a request timeout later.
 """
 
+import concurrent.futures
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from apscheduler.executors.pool import ThreadPoolExecutor
+from apscheduler.executors.pool import BasePoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from agent.collect.poller import ClusterPoller, PollResult
@@ -29,6 +36,64 @@ class ScheduledPoller:
     interval_seconds: float
 
 
+class _DaemonThreads(concurrent.futures.Executor):
+    """Each job in a daemon thread of its own (APScheduler keeps one per cluster at a
+    time): unlike a thread pool's workers, the interpreter does not wait for them."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._running: dict[threading.Thread, str] = {}
+
+    def submit(  # APScheduler's job and its arguments are untyped
+        self,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,  # noqa: ANN401
+        **kwargs: Any,  # noqa: ANN401
+    ) -> "concurrent.futures.Future[Any]":
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            try:
+                if future.set_running_or_notify_cancel():
+                    try:
+                        future.set_result(fn(*args, **kwargs))
+                    except BaseException as e:  # noqa: BLE001 - handed to APScheduler
+                        future.set_exception(e)
+            finally:
+                with self._lock:
+                    self._running.pop(threading.current_thread(), None)
+
+        job = args[0] if args else None
+        name = getattr(job, "name", None) or "job"
+        thread = threading.Thread(target=run, name=f"ksmon-{name}", daemon=True)
+        with self._lock:
+            self._running[thread] = name
+        thread.start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        if wait:
+            self.wait(None)
+
+    def wait(self, timeout: float | None) -> list[str]:
+        """Wait for the jobs under way, at most ``timeout`` seconds; the names of
+        those still running then."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            threads = list(self._running)
+        for thread in threads:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            thread.join(left)
+        with self._lock:
+            return sorted(self._running.values())
+
+
+class _DaemonExecutor(BasePoolExecutor):  # type: ignore[misc]  # APScheduler is untyped
+    def __init__(self, pool: _DaemonThreads) -> None:
+        super().__init__(pool)
+
+
 class PollScheduler:
     def __init__(
         self,
@@ -37,8 +102,9 @@ class PollScheduler:
     ) -> None:
         self._pollers = list(pollers)
         self._on_result = on_result
+        self._threads = _DaemonThreads()
         self._scheduler = BackgroundScheduler(
-            executors={"default": ThreadPoolExecutor(max_workers=max(1, len(self._pollers)))},
+            executors={"default": _DaemonExecutor(self._threads)},
             job_defaults={"coalesce": True, "max_instances": 1},
             timezone="UTC",
         )
@@ -61,10 +127,14 @@ class PollScheduler:
         self._scheduler.start()
         self.started = True
 
-    def stop(self) -> None:
-        if self.started:
-            self._scheduler.shutdown(wait=True)
-            self.started = False
+    def stop(self, grace: float | None = None) -> list[str]:
+        """No new polls; wait for those under way (at most ``grace`` seconds; None:
+        however long). Returns the names of the polls left running."""
+        if not self.started:
+            return []
+        self._scheduler.shutdown(wait=False)
+        self.started = False
+        return self._threads.wait(grace)
 
     def _poll(self, scheduled: ScheduledPoller) -> None:
         poller = scheduled.poller

@@ -24,6 +24,7 @@ from agent.config.schema import (
     SECURITY_PROTOCOLS,
     SINK_TYPES,
     STARTING_OFFSETS,
+    STATUS_SEVERITIES,
     TLS_PROTOCOLS,
     AgentConfig,
     AggregationConfig,
@@ -421,7 +422,6 @@ def _app_memory_limit(s: Section) -> int | Path | None:
 def _read_exposition(s: Section) -> ExpositionConfig:
     return ExpositionConfig(
         lag_granularity=s.choice("lag_granularity", LAG_GRANULARITIES),
-        lag_history=s.duration("lag_history"),
     )
 
 
@@ -471,6 +471,9 @@ def _read_input(s: Section, clusters: tuple[ClusterConfig, ...], sink: SinkConfi
         if directory is not None
         else None
     )
+    if sink.type == "none" and not any(s.has(key) for key in ("type", "kafka", "spool")):
+        # This file's agent ships nothing: there is no topic or directory to default to.
+        return InputConfig(type=kind, kafka=None, spool=None)
     return InputConfig(
         type=kind,
         kafka=kafka if kind == "kafka" else None,
@@ -550,6 +553,11 @@ def _read_detectors(s: Section) -> DetectorsConfig:
         changelog_growth_window=s.duration("changelog_growth_window"),
         changelog_growth_min_ratio=s.number("changelog_growth_min_ratio", minimum=0),
         changelog_growth_min_bytes=s.size("changelog_growth_min_bytes"),
+        consumer_status_window=s.duration("consumer_status_window"),
+        consumer_stalled_severity=s.choice("consumer_stalled_severity", STATUS_SEVERITIES),
+        consumer_stopped_severity=s.choice("consumer_stopped_severity", STATUS_SEVERITIES),
+        consumer_rewound_severity=s.choice("consumer_rewound_severity", STATUS_SEVERITIES),
+        consumer_lagging_severity=s.choice("consumer_lagging_severity", STATUS_SEVERITIES),
     )
 
 

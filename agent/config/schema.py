@@ -25,6 +25,8 @@ Compression = Literal["none", "gzip"]  # the codecs kafka-python needs no extra 
 LagGranularity = Literal["partition", "topic"]
 InputType = Literal["kafka", "spool"]
 StartingOffsets = Literal["earliest", "latest"]
+# A consumer status's finding: its severity, or "none" for the metric only.
+StatusSeverity = Literal["critical", "warning", "info", "none"]
 
 AGENT_MODES: tuple[AgentMode, ...] = get_args(AgentMode)
 LOG_FORMATS: tuple[LogFormat, ...] = get_args(LogFormat)
@@ -35,6 +37,7 @@ SINK_TYPES: tuple[SinkType, ...] = get_args(SinkType)
 COMPRESSIONS: tuple[Compression, ...] = get_args(Compression)
 LAG_GRANULARITIES: tuple[LagGranularity, ...] = get_args(LagGranularity)
 INPUT_TYPES: tuple[InputType, ...] = get_args(InputType)
+STATUS_SEVERITIES: tuple[StatusSeverity, ...] = get_args(StatusSeverity)
 STARTING_OFFSETS: tuple[StartingOffsets, ...] = get_args(StartingOffsets)
 
 TLS_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SSL", "SASL_SSL")
@@ -159,8 +162,16 @@ class SinkConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExpositionConfig:
+    # Keys of earlier versions, and why they are gone (the reader names them).
+    RETIRED_KEYS: ClassVar[dict[str, str]] = {
+        "lag_history": (
+            "lag in seconds covers any age now: the agent keeps a bounded table of "
+            "log-end offsets without an age limit and dates older backlogs from the "
+            "broker's time index"
+        ),
+    }
+
     lag_granularity: LagGranularity = "partition"
-    lag_history: float = 1800.0
 
 
 # The JMX exporter's usual port in a Kafka Streams pod (conventions.md).
@@ -308,6 +319,21 @@ class DetectorsConfig:
     changelog_growth_window: float = 0.0
     changelog_growth_min_ratio: float = 0.2
     changelog_growth_min_bytes: int = 64 * 2**20
+    # consumer_status: each group's status over this sliding window of its commits. At
+    # least max.poll.interval.ms (300 s by default): a consumer in the group polls at least
+    # that often, and its commits follow its polls, so one slow but moving commits within
+    # the window and is never stalled.
+    consumer_status_window: float = 300.0
+    # Which statuses are findings, and how severe ("none": the metric only). Stalled:
+    # members present, nothing committed for the window while records wait. Stopped: only
+    # a group without members for good (thread_history and a window), since one just left
+    # with a growing lag is no_live_consumers'; "none" because groups abandoned with a
+    # backlog are common and nobody's emergency. Rewound: a reset, reprocessing ahead.
+    # Lagging: behind while moving, as every burst is; time lag says how much it matters.
+    consumer_stalled_severity: StatusSeverity = "critical"
+    consumer_stopped_severity: StatusSeverity = "none"
+    consumer_rewound_severity: StatusSeverity = "info"
+    consumer_lagging_severity: StatusSeverity = "none"
 
     @property
     def history_retention(self) -> float:
@@ -328,6 +354,7 @@ class DetectorsConfig:
             self.copartition_mismatch_after,
             self.tasks_per_thread_lag_window,
             self.changelog_growth_window,
+            self.consumer_status_window,
         )
         return longest + self.evaluation_window
 
@@ -408,8 +435,7 @@ class Config:
         """A summary for a person, one line per cluster; it never contains a secret."""
         lines = [
             f"agent {self.agent.id} ({self.agent.mode}): metrics on {self.http.listen}, "
-            f"lag per {self.exposition.lag_granularity} over "
-            f"{format_duration(self.exposition.lag_history)}, "
+            f"lag per {self.exposition.lag_granularity}, "
             f"logs {self.logging.format} at {self.logging.level}"
         ]
         lines += [_describe_cluster(cluster, self.sidecar) for cluster in self.clusters]
@@ -481,7 +507,12 @@ def _describe_aggregation(job: AggregationConfig) -> str:
     elif source.kafka is not None:
         reads = f"reads Kafka topic {source.kafka.topic} on cluster {source.kafka.cluster}"
     else:
-        reads = "reads nothing"
+        # Only when the agent of this file ships nothing (sink type none) and no input
+        # is written: the job would refuse to start.
+        return (
+            "none fed by this file's agent (sink type none ships no snapshots); set "
+            "aggregation.input to the topic or spool directory other agents write to run one"
+        )
     findings = job.findings
     publishes = (
         f"findings to Kafka topic {findings.topic} on cluster {findings.cluster}"

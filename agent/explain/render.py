@@ -178,11 +178,23 @@ def _partitions(partitions: Iterable[PartitionLine]) -> list[str]:
             _number(p.committed_offset),
             _number(p.log_end_offset),
             _number(p.lag),
-            "-" if p.lag_seconds is None else f"{p.lag_seconds:.1f}",
+            _lag_seconds(p),
         )
         for p in partitions
     ]
-    return table(rows)
+    lines = table(rows)
+    if any(p.lag_seconds_lower_bound for p in partitions):
+        lines.append(
+            "  >= : at least that old: the record is older than anything the agent or the "
+            "broker could date (deleted by retention, or the broker could not be asked)"
+        )
+    return lines
+
+
+def _lag_seconds(p: PartitionLine) -> str:
+    if p.lag_seconds is None:
+        return "-"
+    return f">={p.lag_seconds:.1f}" if p.lag_seconds_lower_bound else f"{p.lag_seconds:.1f}"
 
 
 def _lag(p: PartitionLine) -> str:
@@ -190,7 +202,8 @@ def _lag(p: PartitionLine) -> str:
         return "?"
     if p.lag_seconds is None:
         return str(p.lag)
-    return f"{p.lag} ({p.lag_seconds:.1f} s)"
+    at_least = "at least " if p.lag_seconds_lower_bound else ""
+    return f"{p.lag} ({at_least}{p.lag_seconds:.1f} s)"
 
 
 def _rate(rate: float | None) -> str:

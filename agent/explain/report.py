@@ -29,6 +29,8 @@ class PartitionLine:
     lag_seconds: float | None
     committed_offset: int | None
     log_end_offset: int | None
+    # lag_seconds is only a lower bound (the record is older than anything datable).
+    lag_seconds_lower_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +330,7 @@ def _partition_line(p: PartitionInfo, rate: float | None) -> PartitionLine:
         lag_seconds=p.lag_seconds,
         committed_offset=p.committed_offset,
         log_end_offset=p.log_end_offset,
+        lag_seconds_lower_bound=p.lag_seconds_lower_bound,
     )
 
 

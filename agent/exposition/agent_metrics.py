@@ -1,98 +1,130 @@
-"""The agent's Prometheus metrics, built fresh from ``AgentState`` on every scrape.
+"""The agent's Prometheus metrics, from ``AgentState``.
 
 Names and labels are a contract (``docs/metrics.md``, frozen by golden tests).
 Member ids, client ids and hosts change with every rebalance, so they appear
 only on ``*_assignment_info`` series, never on lag series.
+
+Every family is made through a ``FamilyMaker``: ``AgentCollector`` makes
+prometheus_client's (a registry's collector: the golden tests), and
+``metrics_cache`` makes ones that write the text exposition directly, once per
+poll (a scrape then serves bytes). Both walk the same code below, so the
+names, labels and HELP texts are defined once.
 """
 
 import platform
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from agent import __version__
-from agent.exposition.agent_state import AgentState, ClusterStatus
+from agent.exposition.agent_state import AgentState, ClusterStatus, StateView
 from agent.model import PartitionInfo, SidecarInfo, Snapshot
 from agent.transport.sink import SinkStats
 
 LagGranularity = Literal["partition", "topic"]
 
 
-class AgentCollector(Collector):
+class Family(Protocol):
+    def add_metric(self, labels: Sequence[str], value: float) -> None: ...
+
+
+class FamilyMaker(Protocol):
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> Family: ...
+
+    def counter(self, name: str, documentation: str, labels: list[str]) -> Family: ...
+
+
+class PrometheusFamilies:
+    """prometheus_client's metric families (for a registry)."""
+
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> Family:
+        return GaugeMetricFamily(name, documentation, labels=labels)
+
+    def counter(self, name: str, documentation: str, labels: list[str]) -> Family:
+        return CounterMetricFamily(name, documentation, labels=labels)
+
+
+class AgentMetrics:
+    """Which families the agent exposes, in order, from one view of its state."""
+
     def __init__(
         self,
-        state: AgentState,
+        make: FamilyMaker,
         *,
         agent_id: str,
         mode: str,
         lag_granularity: LagGranularity = "partition",
     ) -> None:
-        self.state = state
+        self.make = make
         self.agent_id = agent_id
         self.mode = mode
         self.lag_granularity = lag_granularity
 
-    def collect(self) -> Iterator[Metric]:
-        view = self.state.view()
+    def head(self, view: StateView) -> Iterator[Family]:
+        """What changes between polls too (delivery, readers): built at every scrape."""
         yield from self._self_health(view.clusters)
-        yield from _offsets_readers(view.offsets_readers)
+        yield from _offsets_readers(self.make, view.offsets_readers)
         yield from self._sinks(view.sinks)
-        snapshots = [s for c in view.clusters for s in c.snapshots]
-        yield from _groups(snapshots)
-        yield from _partitions(snapshots, self.lag_granularity)
-        yield from _streams(snapshots)
-        if self.mode == "sidecar":
-            yield from _sidecar(view.clusters)
 
-    def _self_health(self, clusters: Iterable[ClusterStatus]) -> Iterator[Metric]:
-        build = GaugeMetricFamily(
-            "ksmon_build_info", "ksmon's version, always 1.", labels=["version", "python_version"]
+    def body(self, view: StateView) -> Iterator[Family]:
+        """What only a poll changes: groups, partitions, Streams, the sidecar's view."""
+        snapshots = [s for c in view.clusters for s in c.snapshots]
+        yield from _groups(self.make, snapshots)
+        yield from _partitions(self.make, snapshots, self.lag_granularity)
+        yield from _streams(self.make, snapshots)
+        if self.mode == "sidecar":
+            yield from _sidecar(self.make, view.clusters)
+
+    def _self_health(self, clusters: Iterable[ClusterStatus]) -> Iterator[Family]:
+        make = self.make
+        build = make.gauge(
+            "ksmon_build_info", "ksmon's version, always 1.", ["version", "python_version"]
         )
         build.add_metric([__version__, platform.python_version()], 1)
         yield build
-        agent = GaugeMetricFamily(
+        agent = make.gauge(
             "ksmon_agent_info",
             "This agent's identity and mode, always 1.",
-            labels=["agent_id", "mode"],
+            ["agent_id", "mode"],
         )
         agent.add_metric([self.agent_id, self.mode], 1)
         yield agent
 
-        up = _gauge(
+        up = make.gauge(
             "ksmon_kafka_up",
             "1 if the last poll of the cluster reached it, else 0.",
             ["kafka_cluster"],
         )
-        last = _gauge(
+        last = make.gauge(
             "ksmon_poll_last_success_timestamp_seconds",
             "When the last successful poll of the cluster started (Unix time).",
             ["kafka_cluster"],
         )
-        duration = _gauge(
+        duration = make.gauge(
             "ksmon_poll_duration_seconds",
             "How long the last poll of the cluster took.",
             ["kafka_cluster"],
         )
-        polls = CounterMetricFamily(
+        polls = make.counter(
             "ksmon_polls",
             "Polls of the cluster, by result (ok, failed).",
-            labels=["kafka_cluster", "result"],
+            ["kafka_cluster", "result"],
         )
-        requests = CounterMetricFamily(
+        requests = make.counter(
             "ksmon_kafka_requests",
             "Kafka protocol requests the agent sent, by API.",
-            labels=["kafka_cluster", "api"],
+            ["kafka_cluster", "api"],
         )
-        errors = CounterMetricFamily(
+        errors = make.counter(
             "ksmon_poll_errors",
             "Errors met while polling, by stage and error type (one per affected group and poll).",
-            labels=["kafka_cluster", "stage", "error"],
+            ["kafka_cluster", "stage", "error"],
         )
-        groups = _gauge("ksmon_groups", "Groups watched in the last poll.", ["kafka_cluster"])
+        groups = make.gauge("ksmon_groups", "Groups watched in the last poll.", ["kafka_cluster"])
         for c in clusters:
             up.add_metric([c.cluster], 1 if c.up else 0)
             if c.last_success_at is not None:
@@ -108,22 +140,27 @@ class AgentCollector(Collector):
             groups.add_metric([c.cluster], c.groups)
         yield from (up, last, duration, polls, requests, errors, groups)
 
-    def _sinks(self, sinks: Iterable[SinkStats]) -> Iterator[Metric]:
-        sent = CounterMetricFamily(
-            "ksmon_snapshots_sent", "Snapshots delivered by the sink.", labels=["sink"]
+    def _sinks(self, sinks: Iterable[SinkStats]) -> Iterator[Family]:
+        make = self.make
+        sent = make.counter(
+            "ksmon_snapshots_sent",
+            "Snapshots delivered by the sink.",
+            ["sink"],
         )
-        dropped = CounterMetricFamily(
+        dropped = make.counter(
             "ksmon_snapshots_dropped",
             "Snapshots given up on (buffer overflow while the sink is down, spool retention).",
-            labels=["sink"],
+            ["sink"],
         )
-        errors = CounterMetricFamily(
-            "ksmon_snapshot_sink_errors", "Errors while delivering snapshots.", labels=["sink"]
+        errors = make.counter(
+            "ksmon_snapshot_sink_errors",
+            "Errors while delivering snapshots.",
+            ["sink"],
         )
-        buffered = _gauge(
+        buffered = make.gauge(
             "ksmon_snapshot_buffer_records", "Snapshots accepted but not yet delivered.", ["sink"]
         )
-        last = _gauge(
+        last = make.gauge(
             "ksmon_snapshot_sink_last_success_timestamp_seconds",
             "When the sink last delivered a snapshot (Unix time).",
             ["sink"],
@@ -138,12 +175,31 @@ class AgentCollector(Collector):
         yield from (sent, dropped, errors, buffered, last)
 
 
-def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, labels=labels)
+class AgentCollector(Collector):
+    """The agent's metrics for a prometheus_client registry, built at every collect."""
+
+    def __init__(
+        self,
+        state: AgentState,
+        *,
+        agent_id: str,
+        mode: str,
+        lag_granularity: LagGranularity = "partition",
+    ) -> None:
+        self.state = state
+        self.metrics = AgentMetrics(
+            PrometheusFamilies(), agent_id=agent_id, mode=mode, lag_granularity=lag_granularity
+        )
+
+    def collect(self) -> Iterator[Metric]:
+        view = self.state.view()
+        for family in (*self.metrics.head(view), *self.metrics.body(view)):
+            assert isinstance(family, Metric)  # noqa: S101 - PrometheusFamilies makes only these
+            yield family
 
 
-def _offsets_readers(readers: dict[str, bool]) -> Iterator[Metric]:
-    up = _gauge(
+def _offsets_readers(make: FamilyMaker, readers: dict[str, bool]) -> Iterator[Family]:
+    up = make.gauge(
         "ksmon_offsets_topic_reader_up",
         "1 while the agent tails __consumer_offsets for exact rebalance facts, 0 when it cannot "
         "(no READ permission, or the cluster is down); only clusters configured to read it.",
@@ -154,45 +210,45 @@ def _offsets_readers(readers: dict[str, bool]) -> Iterator[Metric]:
     yield up
 
 
-def _groups(snapshots: list[Snapshot]) -> Iterator[Metric]:
-    info = _gauge(
+def _groups(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
+    info = make.gauge(
         "ksmon_group_info",
         "A watched consumer group and its kind, always 1.",
         ["kafka_cluster", "group", "group_type", "protocol_type", "protocol", "streams"],
     )
-    state = _gauge(
+    state = make.gauge(
         "ksmon_group_state",
         "The group's current state (Stable, PreparingRebalance, Empty, ...), always 1.",
         ["kafka_cluster", "group", "state"],
     )
-    members = _gauge("ksmon_group_members", "Members in the group.", ["kafka_cluster", "group"])
-    lag = _gauge(
+    members = make.gauge("ksmon_group_members", "Members in the group.", ["kafka_cluster", "group"])
+    lag = make.gauge(
         "ksmon_group_lag",
         "Records not yet consumed, summed over the group's partitions with a committed offset.",
         ["kafka_cluster", "group"],
     )
-    lag_seconds = _gauge(
+    lag_seconds = make.gauge(
         "ksmon_group_lag_seconds",
         "The largest lag in seconds over the group's partitions.",
         ["kafka_cluster", "group"],
     )
-    generation = _gauge(
+    generation = make.gauge(
         "ksmon_group_generation",
         "The classic group's generation, from __consumer_offsets (when the agent may read it).",
         ["kafka_cluster", "group"],
     )
-    epoch = _gauge(
+    epoch = make.gauge(
         "ksmon_group_epoch",
         "The group epoch of a KIP-848 consumer group or a KIP-1071 streams group (it grows "
         "with every membership or topology change).",
         ["kafka_cluster", "group"],
     )
-    metadata_bytes = _gauge(
+    metadata_bytes = make.gauge(
         "ksmon_group_metadata_bytes",
         "Bytes of member subscriptions and assignments the coordinator stores for the group.",
         ["kafka_cluster", "group"],
     )
-    decode_errors = _gauge(
+    decode_errors = make.gauge(
         "ksmon_group_decode_errors",
         "Member metadata blobs in the last poll that did not decode.",
         ["kafka_cluster", "group"],
@@ -230,17 +286,19 @@ def _groups(snapshots: list[Snapshot]) -> Iterator[Metric]:
     yield from (metadata_bytes, decode_errors)
 
 
-def _partitions(snapshots: list[Snapshot], granularity: LagGranularity) -> Iterator[Metric]:
+def _partitions(
+    make: FamilyMaker, snapshots: list[Snapshot], granularity: LagGranularity
+) -> Iterator[Family]:
     if granularity == "topic":
-        yield from _topic_lag(snapshots)
+        yield from _topic_lag(make, snapshots)
     else:
-        yield from _partition_lag(snapshots)
-    end = _gauge(
+        yield from _partition_lag(make, snapshots)
+    end = make.gauge(
         "ksmon_partition_log_end_offset",
         "The partition's log-end offset (the offset the next record will get).",
         ["kafka_cluster", "topic", "partition"],
     )
-    start = _gauge(
+    start = make.gauge(
         "ksmon_partition_log_start_offset",
         "The partition's earliest available offset.",
         ["kafka_cluster", "topic", "partition"],
@@ -260,19 +318,21 @@ def _partitions(snapshots: list[Snapshot], granularity: LagGranularity) -> Itera
     yield from (end, start)
 
 
-def _partition_lag(snapshots: list[Snapshot]) -> Iterator[Metric]:
+def _partition_lag(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
     labels = ["kafka_cluster", "group", "topic", "partition"]
-    lag = _gauge(
+    lag = make.gauge(
         "ksmon_partition_lag", "Records not yet consumed by the group on the partition.", labels
     )
-    seconds = _gauge(
+    seconds = make.gauge(
         "ksmon_partition_lag_seconds",
         "How long ago the group's first unconsumed record on the partition was appended "
         "(interpolated from log-end offsets; 0 when caught up).",
         labels,
     )
-    committed = _gauge("ksmon_partition_committed_offset", "The group's committed offset.", labels)
-    owner = _gauge(
+    committed = make.gauge(
+        "ksmon_partition_committed_offset", "The group's committed offset.", labels
+    )
+    owner = make.gauge(
         "ksmon_partition_assignment_info",
         "Which member holds the partition, always 1.",
         [*labels, "member_id", "client_id", "host"],
@@ -289,9 +349,9 @@ def _partition_lag(snapshots: list[Snapshot]) -> Iterator[Metric]:
 
 
 def _add_partition(
-    lag: GaugeMetricFamily,
-    seconds: GaugeMetricFamily,
-    committed: GaugeMetricFamily,
+    lag: Family,
+    seconds: Family,
+    committed: Family,
     key: list[str],
     p: PartitionInfo,
 ) -> None:
@@ -303,12 +363,12 @@ def _add_partition(
         committed.add_metric(key, p.committed_offset)
 
 
-def _topic_lag(snapshots: list[Snapshot]) -> Iterator[Metric]:
+def _topic_lag(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
     labels = ["kafka_cluster", "group", "topic"]
-    lag = _gauge(
+    lag = make.gauge(
         "ksmon_topic_lag", "Records not yet consumed by the group, summed over the topic.", labels
     )
-    seconds = _gauge(
+    seconds = make.gauge(
         "ksmon_topic_lag_seconds", "The largest lag in seconds over the topic's partitions.", labels
     )
     for s in snapshots:
@@ -331,15 +391,15 @@ SHUTDOWN_REQUESTED = 4  # Kafka Streams' AssignorError code
 
 @dataclass(frozen=True, slots=True)
 class _StreamsFamilies:
-    instances: GaugeMetricFamily
-    threads: GaugeMetricFamily
-    instance_info: GaugeMetricFamily
-    tasks: GaugeMetricFamily
-    assignment: GaugeMetricFamily
-    shutdown: GaugeMetricFamily
-    probing: GaugeMetricFamily
-    topic_partitions: GaugeMetricFamily
-    topic_size: GaugeMetricFamily
+    instances: Family
+    threads: Family
+    instance_info: Family
+    tasks: Family
+    assignment: Family
+    shutdown: Family
+    probing: Family
+    topic_partitions: Family
+    topic_size: Family
 
 
 def _add_streams_group(f: _StreamsFamilies, s: Snapshot) -> None:
@@ -395,28 +455,28 @@ def _add_streams_group(f: _StreamsFamilies, s: Snapshot) -> None:
             f.topic_size.add_metric(topic_key, topic.size_bytes)
 
 
-def _streams(snapshots: list[Snapshot]) -> Iterator[Metric]:
-    instances = _gauge(
+def _streams(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
+    instances = make.gauge(
         "ksmon_streams_instances",
         "Kafka Streams instances (distinct process ids) in the application's group.",
         ["kafka_cluster", "group"],
     )
-    threads = _gauge(
+    threads = make.gauge(
         "ksmon_streams_instance_threads",
         "Stream threads (group members) of one Kafka Streams instance.",
         ["kafka_cluster", "group", "process"],
     )
-    instance_info = _gauge(
+    instance_info = make.gauge(
         "ksmon_streams_instance_info",
         "Where a Kafka Streams instance runs, always 1.",
         ["kafka_cluster", "group", "process", "host", "endpoint"],
     )
-    tasks = _gauge(
+    tasks = make.gauge(
         "ksmon_streams_instance_tasks",
         "Tasks assigned to one Kafka Streams instance, by kind (active, standby).",
         ["kafka_cluster", "group", "process", "kind"],
     )
-    assignment = _gauge(
+    assignment = make.gauge(
         "ksmon_streams_task_assignment_info",
         "Which stream thread of which instance holds a task, always 1.",
         [
@@ -431,22 +491,22 @@ def _streams(snapshots: list[Snapshot]) -> Iterator[Metric]:
             "host",
         ],
     )
-    shutdown = _gauge(
+    shutdown = make.gauge(
         "ksmon_streams_shutdown_requested",
         "1 if a member's Streams metadata carries a shutdown request (error code 4), else 0.",
         ["kafka_cluster", "group"],
     )
-    probing = _gauge(
+    probing = make.gauge(
         "ksmon_streams_next_rebalance_timestamp_seconds",
         "When the next scheduled (KIP-441 probing) rebalance is due, if one is scheduled.",
         ["kafka_cluster", "group"],
     )
-    topic_partitions = _gauge(
+    topic_partitions = make.gauge(
         "ksmon_streams_internal_topic_partitions",
         "Partitions of the application's internal topics (repartition, changelog, ...).",
         ["kafka_cluster", "group", "topic", "kind"],
     )
-    topic_size = _gauge(
+    topic_size = make.gauge(
         "ksmon_streams_internal_topic_size_bytes",
         "Bytes on disk of the application's internal topics, over all replicas.",
         ["kafka_cluster", "group", "topic", "kind"],
@@ -469,52 +529,52 @@ def _streams(snapshots: list[Snapshot]) -> Iterator[Metric]:
     yield from (topic_partitions, topic_size)
 
 
-def _sidecar(clusters: Iterable[ClusterStatus]) -> Iterator[Metric]:
+def _sidecar(make: FamilyMaker, clusters: Iterable[ClusterStatus]) -> Iterator[Family]:
     """The Kafka Streams instance a sidecar agent sits next to, as it saw it in the pod."""
     key = ["kafka_cluster", "group", "process"]
-    up = _gauge(
+    up = make.gauge(
         "ksmon_sidecar_app_metrics_up",
         "1 if the last scrape of the Kafka Streams app's metrics endpoint worked, else 0.",
         key,
     )
-    client_state = _gauge(
+    client_state = make.gauge(
         "ksmon_sidecar_client_state",
         "The app's current KafkaStreams state (Kafka Streams 4.0+), always 1.",
         [*key, "state"],
     )
-    alive = _gauge(
+    alive = make.gauge(
         "ksmon_sidecar_stream_threads_alive",
         "The app's alive stream threads (alive-stream-threads; 0 once its client has closed).",
         key,
     )
-    expected = _gauge(
+    expected = make.gauge(
         "ksmon_sidecar_stream_threads_expected",
         "The app's configured num.stream.threads (sidecar.expected_stream_threads).",
         key,
     )
-    failed = CounterMetricFamily(
+    failed = make.counter(
         "ksmon_sidecar_stream_threads_failed",
         "Stream threads that failed since the app started (failed-stream-threads).",
-        labels=key,
+        key,
     )
-    thread_state = _gauge(
+    thread_state = make.gauge(
         "ksmon_sidecar_thread_state",
         "Each stream thread's current state (Kafka Streams 4.0+; DEAD for every thread "
         "of a closed client), always 1.",
         [*key, "thread", "state"],
     )
-    restoring = _gauge(
+    restoring = make.gauge(
         "ksmon_sidecar_restoring_tasks",
         "Active tasks restoring now (the state updaters' active-restoring-tasks; 3.8+).",
         key,
     )
-    remaining = _gauge(
+    remaining = make.gauge(
         "ksmon_sidecar_task_restore_remaining_records",
         "restore-remaining-records-total of a task: evidence of a restore, not of its "
         "progress (it may overshoot and stay above 0).",
         [*key, "task"],
     )
-    state_dir_bytes = _gauge(
+    state_dir_bytes = make.gauge(
         "ksmon_sidecar_state_dir_bytes", "Bytes in the app's state directory.", key
     )
     for c in clusters:

@@ -14,19 +14,25 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
+from agent.exposition.metrics_cache import CONTENT_TYPE, Exposition, MetricsExposition
+
 log = logging.getLogger(__name__)
 
 
 class MetricsServer:
     def __init__(
         self,
-        registry: CollectorRegistry,
+        registry: CollectorRegistry | None,
         host: str,
         port: int,
         *,
         ready: Callable[[], bool] = lambda: True,
+        exposition: MetricsExposition | None = None,
     ) -> None:
+        """/metrics from ``exposition`` (bytes built once per poll; the agent) or else
+        from ``registry`` (collected at every scrape; the job)."""
         self.registry = registry
+        self.exposition = exposition
         self.ready = ready
         handler = _handler_for(self)
         self._server = ThreadingHTTPServer((host, port), handler)
@@ -52,7 +58,10 @@ def _handler_for(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            if path == "/metrics" and server.exposition is not None:
+                gzipped = _accepts_gzip(self.headers.get("Accept-Encoding", ""))
+                self._reply_exposition(server.exposition.render(gzipped=gzipped))
+            elif path == "/metrics" and server.registry is not None:
                 encoder, content_type = choose_encoder(self.headers.get("Accept", ""))
                 self._reply(200, encoder(server.registry), content_type)
             elif path == "/healthz":
@@ -74,7 +83,33 @@ def _handler_for(server: MetricsServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
+        def _reply_exposition(self, exposition: Exposition) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", CONTENT_TYPE)
+            if exposition.gzipped:
+                self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(exposition.length))
+            self.end_headers()
+            for chunk in exposition.chunks:
+                self.wfile.write(chunk)
+
         def log_message(self, format: str, *args: object) -> None:
             log.debug("http: " + format, *args)
 
     return Handler
+
+
+def _accepts_gzip(accept_encoding: str) -> bool:
+    """Whether ``Accept-Encoding`` allows gzip (and does not refuse it with q=0)."""
+    for item in accept_encoding.split(","):
+        coding, _, params = item.partition(";")
+        if coding.strip().lower() not in ("gzip", "*"):
+            continue
+        name, _, value = params.partition("=")
+        if name.strip().lower() != "q":
+            return True
+        try:
+            return float(value) > 0
+        except ValueError:
+            return False
+    return False

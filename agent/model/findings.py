@@ -32,6 +32,7 @@ Kind = Literal[
     "copartition_mismatch",
     "threads_fewer_than_tasks",
     "state_store_footprint",
+    "consumer_status",
 ]
 Severity = Literal["critical", "warning", "info"]
 EventType = Literal["open", "update", "close"]
@@ -119,11 +120,14 @@ class FindingEvent:
     finding: Finding
     # Deterministic (finding key, event, time): a consumer can drop a repeat.
     event_id: str = ""
+    # Why a finding closed when not because its rule stopped holding (which says nothing
+    # here): "group deleted", "group no longer polled".
+    reason: str = ""
 
     @classmethod
-    def of(cls, event: str, at: float, finding: Finding) -> "FindingEvent":
+    def of(cls, event: str, at: float, finding: Finding, reason: str = "") -> "FindingEvent":
         digest = hashlib.sha256(f"{finding.key}|{event}|{at!r}".encode()).hexdigest()[:24]
-        return cls(FINDINGS_SCHEMA_VERSION, event, at, finding, digest)
+        return cls(FINDINGS_SCHEMA_VERSION, event, at, finding, digest, reason)
 
     @property
     def key(self) -> bytes:

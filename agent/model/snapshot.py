@@ -9,9 +9,9 @@ Times are Unix seconds (float) unless a name ends in ``_ms``; offsets are
 Kafka offsets (int). ``None`` means unknown, never zero.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from agent.model.records import decode_versioned, from_plain, to_json_bytes
+from agent.model.records import OMIT_WHEN_DEFAULT, decode_versioned, from_plain, to_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -156,12 +156,18 @@ class PartitionInfo:
     committed_offset: int | None = None
     lag: int | None = None  # log_end_offset - committed_offset, never negative
     # How long ago the first unconsumed record was appended, interpolated from
-    # the log-end offsets the agent has seen; 0 when caught up.
+    # the log-end offsets the agent has seen, or dated by the broker's time index
+    # where the backlog is older than that; 0 when caught up.
     lag_seconds: float | None = None
     owner_member_id: str | None = None
     # Kafka Streams commits each input partition's stream time with its offset.
     stream_time_ms: int | None = None
     leader_id: int | None = None
+    # Added with broker dating (optional: older readers ignore it, older snapshots lack
+    # it): True when lag_seconds is only a lower bound (the record is older than
+    # anything the agent or the broker could date), not a measurement. Written only
+    # when true (20,000 partitions a poll would carry it for nothing).
+    lag_seconds_lower_bound: bool = field(default=False, metadata=OMIT_WHEN_DEFAULT)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,8 @@ from agent.transport.sink import SinkStats
 log = logging.getLogger(__name__)
 
 _BATCH = 500
+# Closing: deliveries that make no progress for this long are not waited for.
+_STALL_SECONDS = 1.0
 _RETENTION_MS = 7 * 24 * 3600 * 1000
 
 
@@ -58,6 +60,7 @@ class KafkaTopicSink:
         self._errors = 0
         self._last_error: str | None = None
         self._last_success: float | None = None
+        self._failing = False  # the last delivery attempt failed
         self._backoff = 0.5
         self._thread = threading.Thread(target=self._run, name=f"ksmon-sink-{topic}", daemon=True)
         self._thread.start()
@@ -79,16 +82,37 @@ class KafkaTopicSink:
         return len(self._buffer) == 0
 
     def close(self, timeout: float = 10.0) -> None:
-        self.flush(timeout)
+        """Deliver what is buffered within ``timeout``, but only while deliveries work:
+        with the broker down, waiting for it would only delay the exit. What is left
+        shows in ``stats().buffered`` (the caller says it was not shipped)."""
+        deadline = time.monotonic() + timeout
+        if not self._failing:
+            self._flush_while_delivering(deadline)
         self._stop.set()
         self._buffer.wake()
-        self._thread.join(timeout)
+        # The sender may be inside a delivery (its producer blocks up to the delivery
+        # timeout); it is a daemon thread and its records stay counted as buffered.
+        self._thread.join(max(0.0, min(0.2, deadline - time.monotonic())))
         producer, self._producer = self._producer, None
         if producer is not None:
+            left = 0.0 if self._failing else max(0.0, deadline - time.monotonic())
             try:
-                producer.close(timeout=timeout)
+                producer.close(timeout=left)
             except Exception as e:  # noqa: BLE001 - a broken producer may fail to close in any way
                 log.debug("closing the producer failed: %s", e)
+
+    def _flush_while_delivering(self, deadline: float) -> None:
+        """Wait for the buffer to empty, but give up once a second passes without a
+        delivery (the first one to a dead broker only fails after its timeouts)."""
+        progress_at, sent = time.monotonic(), self._sent
+        while len(self._buffer) and not self._failing:
+            now = time.monotonic()
+            if self._sent != sent:
+                progress_at, sent = now, self._sent
+            if now >= deadline or now - progress_at >= _STALL_SECONDS:
+                return
+            self._buffer.wake()
+            time.sleep(0.05)
 
     def stats(self) -> SinkStats:
         return SinkStats(
@@ -142,10 +166,12 @@ class KafkaTopicSink:
         if failure is not None:
             self._failed(failure)
             return False
+        self._failing = False
         return True
 
     def _failed(self, error: BaseException) -> None:
         self._errors += 1
+        self._failing = True
         name = type(error).__name__
         text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
         self._last_error = f"{name}: {text}" if text else name
@@ -210,7 +236,10 @@ class KafkaTopicSink:
         kafka_python_fixes.install()
         admin = KafkaAdminClient(**admin_settings)
         try:
-            if self.topic not in set(admin.list_topics()):
+            # Asked about its own topic only: every topic's metadata (list_topics) is
+            # tens of MB to decode on a large cluster.
+            (described,) = admin.describe_topics([self.topic])
+            if described.get("error_code"):
                 new = NewTopic(
                     self.topic,
                     self.partitions,

@@ -17,7 +17,6 @@ from agent.aggregation.commands import open_findings
 from agent.aggregation.findings_topic import read_events
 from agent.aggregation.job import AggregationJob
 from agent.aggregation.replay import replay
-from agent.aggregation.state import JobView
 from agent.config import Config, kafka_client_settings
 from agent.config.schema import DetectorsConfig
 from agent.embedded.kafka import EmbeddedKafka
@@ -162,6 +161,14 @@ def test_a_job_killed_mid_stream_and_restarted_neither_loses_nor_repeats_finding
             what=f"all {len(paths)} micro-batches published after the restart",
             abort=exited,
         )
+        # Stopped as a supervisor stops it (SIGTERM to the process group: the JVM too).
+        before_stop = (tmp_path / "job.log").stat().st_size
+        os.killpg(job.pid, signal.SIGTERM)
+        job.wait(timeout=60)
+        stopping = (tmp_path / "job.log").read_text()[before_stop:]
+        assert "Traceback" not in stopping, stopping
+        assert " failed" not in stopping, stopping
+        assert "ksmon aggregate stopped" in stopping, stopping
     finally:
         if job.poll() is None:
             os.killpg(job.pid, signal.SIGTERM)

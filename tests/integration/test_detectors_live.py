@@ -8,6 +8,14 @@ All scenarios run side by side under one agent and one job (short windows, 2 s p
 so their waits overlap: the module fixture starts every app, injects every fault and
 runs every healthy run's churn; each test then waits for its own outcome.
 
+One runs alone, first, under its own agent and job (so it can be run by itself):
+``restore-wiped``, issue 25 #5 and #6, an instance of a two-instance app restarted on
+an empty state directory (a pod rescheduled without its volume: no static membership,
+a new process id, no offset sums), its restore held while the other instance keeps
+up. It must be found as ``restore_stalled`` from the broker alone, although each
+task's state is under ``acceptable_recovery_lag``, and no ``threads_fewer_than_tasks``
+may open on the lag of the held tasks.
+
 With ``KSMON_RECORD_DIR`` set, the run also saves what the agent saw of each scenario
 whose test passed (``tests/recordings/README.md``): the replay tests judge those
 recordings by the same expectations (``tests/support/live_scenarios.py``).
@@ -17,7 +25,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +53,7 @@ from tests.support.live_scenarios import (
     Facts,
     describe,
     first_open,
+    opened_never,
     replay_config_text,
     save_recording,
 )
@@ -58,6 +67,14 @@ PARTITIONS = 8  # with two hot partitions, the median partition stays cold
 # and the loop turns quickly.
 LOOP_PARTITIONS = 2
 RESTORE_KEYS = 2000  # about 250 changelog records per task, well above the recovery lag
+WIPED = "restore-wiped"
+# About 50 changelog records per task: under the recovery lag (100 here, 10000 by
+# default), which kept a wiped instance's restore from ever being found (issue 25 #5).
+WIPED_KEYS = 400
+WIPED_THREADS = 2  # 16 tasks, 4 a thread: enough for threads_fewer_than_tasks to judge
+# Judged this long after the restart: past threads_fewer_than_tasks' lag window (300 s by
+# default), where it blamed the held tasks' lag on too few threads (issue 25 #6).
+WIPED_JUDGED_FOR = 330.0
 FAST_SESSION = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
 DETECTORS = {
     # The default: over a shorter window, the catch-up after an instance of the rolling
@@ -402,6 +419,82 @@ def _record(state: Live, directory: Path) -> None:
     for scenario, until in state.decided.items():
         facts = state.facts[scenario]
         save_recording(state.spool, directory / scenario, facts, until=until + RECORD_MARGIN)
+
+
+@pytest.fixture
+def wiped(
+    kafka: EmbeddedKafka,
+    streams_app_build: StreamsAppBuild,
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Live]:
+    """Two instances of the count app (2 stream threads each, no static membership); once
+    they share the tasks and hold some state, the first is restarted on an empty state
+    directory with its restore held (its own throttle marker: the other instance restores
+    freely), and input keeps arriving."""
+    work = tmp_path_factory.mktemp("wiped")
+    prefix = unique_name("live")
+    config = _config(kafka, work, prefix)
+    apps = StreamsApps(kafka, streams_app_build, work / "apps")
+    app = _app(prefix, WIPED, threads=WIPED_THREADS)
+    marker = work / "hold-restore"
+    create_topics(kafka.bootstrap_servers, {app.input_topic: PARTITIONS})
+    agent_runner = AgentRunner(config)
+    job = AggregationJob(config, spark)
+    state = Live(prefix, config, job, apps, work / "spool")
+    try:
+        agent_runner.start()
+        job.start()
+        (restarted,) = apps.start(replace(app, restore_marker=marker), 1, wait=False)
+        (other,) = apps.start(app, 1, wait=False)
+        for instance in (restarted, other):
+            instance.wait_until_running(timeout=300)
+        _settled([restarted, other], 2 * PARTITIONS)
+        produce(
+            kafka.bootstrap_servers, app.input_topic, [(f"k{n}", "v") for n in range(WIPED_KEYS)]
+        )
+        changelog = f"{app.application_id}-counts-changelog"
+        wait_until(
+            lambda: sum(end_offsets(kafka.bootstrap_servers, changelog).values()) >= WIPED_KEYS,
+            timeout=180,
+            what=f"{WIPED_KEYS} keys in {changelog}",
+        )
+        marker.touch()
+        restarted_at = time.time()
+        restarted.restart(wipe_state=True)
+        restarted.wait_for(lambda s: s["activeRestores"] >= 1, timeout=180, what="restore held")
+        state.load(app.input_topic, 30)
+        state.facts[WIPED] = replace(
+            Facts(WIPED, app.application_id, _process(restarted)), fault_at=restarted_at
+        )
+        yield state
+        if RECORD_DIR:
+            _record(state, Path(RECORD_DIR))
+    finally:
+        for load in state.loads:
+            load.stop()
+        with contextlib.suppress(Exception):
+            job.stop()
+        agent_runner.stop()
+        apps.stop_all()
+
+
+def test_a_restart_on_an_empty_state_directory_is_found_from_the_broker_alone(
+    wiped: Live,
+) -> None:
+    wiped.expect(WIPED)  # restore_stalled, from the broker, soon enough (live_scenarios)
+    facts = wiped.facts[WIPED]
+    assert facts.fault_at is not None
+    judged_until = facts.fault_at + WIPED_JUDGED_FOR
+
+    def judged() -> bool:
+        newest = dict(wiped.job.state.view().newest_snapshot).get("local", 0.0)
+        return newest >= judged_until
+
+    wait_until(judged, timeout=FINDING_TIMEOUT, what="the job past the held restore", interval=3)
+    events = wiped.events(facts.group)
+    assert opened_never(events, WIPED) == [], describe(events)
+    wiped.decided[WIPED] = max(wiped.decided[WIPED], judged_until)
 
 
 def test_two_hot_partitions_on_one_instance_are_found_with_the_member_and_instance(

@@ -26,7 +26,17 @@ FACTS_FILE = "scenario.yaml"
 REPLAY_CONFIG = "ksmon.yaml"
 
 # hot-kip1071: the hot scenario with the app on group.protocol=streams (KIP-1071).
-PROBLEMS = ("hot", "hot-kip1071", "restore", "poison", "loop")
+# loop-two-instances and loop-sync-fails: tests/integration/test_loops_live.py.
+PROBLEMS = (
+    "hot",
+    "hot-kip1071",
+    "restore",
+    "poison",
+    "loop",
+    "loop-two-instances",
+    "loop-sync-fails",
+    "restore-wiped",  # issue 25 #5, #6
+)
 CHURN = ("steady", "rolling", "scale")
 # The healthy runs again with the app on group.protocol=streams.
 HEALTHY = (*CHURN, *(f"{name}-kip1071" for name in CHURN))
@@ -41,6 +51,11 @@ class Facts:
     process: str | None = None  # the instance the finding must name
     tasks: tuple[str, ...] = ()  # the tasks it must name
     snapshots: int = 0  # in its recording
+    fault_at: float | None = None  # when the test brought the fault on (event time)
+    # An assignment record over the offsets topic's limit: the record as the agent
+    # measured it, and the limit the test set.
+    group_record_bytes: int | None = None
+    offsets_topic_limit: int | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +96,39 @@ def _loop(f: Finding, _facts: Facts) -> None:
     assert "max.poll.interval.ms" in f.evidence["likely_cause"], f.evidence
 
 
+# Issue 25 #3: found within 2 minutes of the loop's start, with the size against the limit.
+SYNC_FAILS_FOUND_WITHIN = 120.0
+
+
+def _record_too_large(f: Finding, facts: Facts) -> None:
+    evidence = f.evidence
+    assert "KAFKA-7149" in evidence["likely_cause"], evidence
+    assert evidence["offsets_topic_max_message_bytes"] == facts.offsets_topic_limit, evidence
+    assert evidence["group_metadata_bytes"] == facts.group_record_bytes, evidence
+    assert evidence["unfinished_rebalance"] is not None, (
+        f"found as a rebalance that never ends: {f}"
+    )
+    assert (
+        f"{facts.group_record_bytes} bytes at its last Stable poll, is over __consumer_offsets' "
+        f"max.message.bytes {facts.offsets_topic_limit}"
+    ) in f.explanation, f.explanation
+    assert facts.fault_at is not None
+    assert f.since - facts.fault_at <= SYNC_FAILS_FOUND_WITHIN, (f.since - facts.fault_at, f)
+
+
+# Issue 25 #5: found within the stall threshold the live runs use (progress_stall_after,
+# 60 s in test_detectors_live.py's DETECTORS) and 30 s of the task's assignment.
+WIPED_FOUND_WITHIN = 60.0 + 30.0
+
+
+def _restore_wiped(f: Finding, facts: Facts) -> None:
+    _restore(f, facts)
+    assert f.evidence["task_offset_sum"] is None, f"an empty state directory: {f}"
+    since_assigned = f.evidence["seconds_since_assigned"]
+    assert since_assigned is not None, f"just assigned to the restarted instance: {f}"
+    assert since_assigned <= WIPED_FOUND_WITHIN, f
+
+
 _HOT = (
     Expected(
         "hot_partitions_colocated at member level",
@@ -102,12 +150,36 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
         Expected("stream_threads_dead", lambda f: f.kind == "stream_threads_dead", _poison),
     ),
     "loop": (Expected("rebalance_loop", lambda f: f.kind == "rebalance_loop", _loop),),
+    "loop-two-instances": (
+        Expected("rebalance_loop", lambda f: f.kind == "rebalance_loop", _loop),
+    ),
+    "loop-sync-fails": (
+        Expected("rebalance_loop", lambda f: f.kind == "rebalance_loop", _record_too_large),
+    ),
+    "restore-wiped": (
+        Expected("restore_stalled", lambda f: f.kind == "restore_stalled", _restore_wiped),
+    ),
+}
+
+# Kinds a problem scenario must never open: in a loop whose threads all live, members out
+# between re-joins are no dead threads (issue 27 #2).
+NEVER: Mapping[str, tuple[str, ...]] = {
+    "loop-two-instances": ("stream_threads_dead",),
+    "loop-sync-fails": ("stream_threads_dead",),
+    # The held tasks' lag is the restore's, not too few threads' (issue 25 #6).
+    "restore-wiped": ("threads_fewer_than_tasks",),
 }
 
 
 def first_open(events: Iterable[FindingEvent], expected: Expected) -> FindingEvent | None:
     """The first ``open`` event of the finding ``expected`` is about."""
     return next((e for e in events if e.event == "open" and expected.matches(e.finding)), None)
+
+
+def opened_never(events: Iterable[FindingEvent], scenario: str) -> list[FindingEvent]:
+    """The ``open`` events of kinds ``scenario`` must never open."""
+    never = NEVER.get(scenario, ())
+    return [e for e in events if e.event == "open" and e.finding.kind in never]
 
 
 def describe(events: Iterable[FindingEvent]) -> list[tuple[str, str, str, str]]:
@@ -155,6 +227,9 @@ def load_facts(directory: Path) -> Facts:
         process=plain.get("process"),
         tasks=tuple(plain.get("tasks") or ()),
         snapshots=int(plain.get("snapshots") or 0),
+        fault_at=plain.get("fault_at"),
+        group_record_bytes=plain.get("group_record_bytes"),
+        offsets_topic_limit=plain.get("offsets_topic_limit"),
     )
 
 

@@ -46,6 +46,8 @@ JOB_FAMILIES: Mapping[str, frozenset[str]] = {
     "ksmon_restore_estimated_remaining_seconds": _RESTORE,
     "ksmon_group_rebalances_in_window": _labels("kafka_cluster", "group"),
     "ksmon_group_unstable_ratio": _labels("kafka_cluster", "group"),
+    "ksmon_group_consumer_status": _labels("kafka_cluster", "group", "status"),
+    "ksmon_group_consumer_status_partitions": _labels("kafka_cluster", "group", "status"),
     "ksmon_job_last_batch_timestamp_seconds": _labels(),
     "ksmon_job_batch_duration_seconds": _labels(),
     "ksmon_job_newest_snapshot_timestamp_seconds": _labels("kafka_cluster"),

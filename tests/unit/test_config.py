@@ -43,7 +43,6 @@ def test_a_minimal_config_gets_every_default() -> None:
     assert (config.sink.kafka.cluster, config.sink.kafka.topic) == ("local", "ksmon.snapshots")
     assert config.sink.kafka.max_message_bytes == 8 * 1024 * 1024
     assert config.exposition.lag_granularity == "partition"
-    assert config.exposition.lag_history == 1800.0
 
 
 def test_durations_sizes_and_comma_separated_servers_are_understood() -> None:
@@ -543,9 +542,9 @@ SEC = (
             id="lag granularity",
         ),
         pytest.param(
-            MINIMAL + "exposition:\n  lag_history: 0s\n",
-            "exposition.lag_history: must be more than zero, got '0s'",
-            id="no lag history",
+            MINIMAL + "exposition:\n  lag_history: 30m\n",
+            "exposition.lag_history: no longer a setting: lag in seconds covers any age now",
+            id="lag history retired",
         ),
         pytest.param(
             MINIMAL + "1: one\n",
@@ -795,6 +794,24 @@ def test_check_config_describes_the_aggregation_job_where_it_reads_and_writes() 
     kafka = parse(MINIMAL).describe()
     assert "reads Kafka topic ksmon.snapshots on cluster" in kafka
     assert "findings to Kafka topic ksmon.findings on cluster" in kafka
+
+
+def test_check_config_with_sink_none_describes_no_job_reading_a_topic_nobody_fills() -> None:
+    """Issue 26 #4: the job line used to read "reads Kafka topic ksmon.snapshots"."""
+    config = parse(MINIMAL + "sink:\n  type: none\n")
+    described = config.describe()
+
+    assert "snapshots: not shipped (sink type none)" in described
+    assert "ksmon.snapshots" not in described
+    assert (
+        "aggregation job: none fed by this file's agent (sink type none ships no snapshots); "
+        "set aggregation.input"
+    ) in described
+    assert (config.aggregation.input.kafka, config.aggregation.input.spool) == (None, None)
+    written = parse(
+        MINIMAL + "sink:\n  type: none\naggregation:\n  input:\n    kafka: {topic: fleet}\n"
+    )
+    assert "reads Kafka topic fleet on cluster" in written.describe()
 
 
 def _detectors(lines: str) -> Config:

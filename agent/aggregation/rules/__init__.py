@@ -14,6 +14,7 @@ from agent.aggregation.results import INSTANCE_LOAD, PARTITION_RATE, TASK_RATE, 
 from agent.aggregation.rules import (
     assignment_size_risk,
     broker_partition_budget,
+    consumer_status,
     copartition_mismatch,
     hot_partitions_colocated,
     idle_members,
@@ -30,20 +31,24 @@ from agent.aggregation.rules.base import Evaluation, Gauge, Judgement, Rule
 from agent.aggregation.rules.topology_names import with_subtopology_names
 from agent.aggregation.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
+from agent.model.findings import Finding
 
 GROUP_RULES: tuple[Rule, ...] = (
     hot_partitions_colocated.judge,
     partition_skew.judge,
     restore_stalled.judge,
+    rebalance_loop.judge,
     stream_threads_dead.judge,
     no_live_consumers.judge,
-    rebalance_loop.judge,
     idle_members.judge,
     assignment_size_risk.judge,
     internal_topic_budget.judge,
     copartition_mismatch.judge,
     threads_fewer_than_tasks.judge,
     state_store_footprint.judge,
+    # Last: it leaves to restore_stalled, no_live_consumers and rebalance_loop what they
+    # already say of this poll.
+    consumer_status.judge,
 )
 CLUSTER_RULES: tuple[Rule, ...] = (broker_partition_budget.judge,)
 
@@ -62,8 +67,9 @@ def judge_poll(
     params: DetectorsConfig,
     group: str,
     rules: tuple[Rule, ...] = GROUP_RULES,
+    open_findings: tuple[Finding, ...] = (),
 ) -> Verdict:
-    ev = Evaluation(window, params, group)
+    ev = Evaluation(window, params, group, open_findings=open_findings)
     subtopologies = window.now.subtopologies
     for rule in rules:
         judgement = rule(ev)

@@ -28,7 +28,7 @@ from agent.aggregation.facts import Poll
 from agent.aggregation.rules.rates import Rates, compute_rates
 from agent.aggregation.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
-from agent.model.findings import FindingSubject
+from agent.model.findings import Finding, FindingSubject
 from agent.model.records import JsonObject
 
 
@@ -56,6 +56,7 @@ class Gauge:
     topic: str | None = None
     partition: int | None = None
     source: str | None = None
+    status: str | None = None  # consumer_status: which status a value is for
     # Several agents may watch a group: a configured value (0) wins over a guess (1).
     priority: int = 0
 
@@ -78,6 +79,18 @@ class Evaluation:
     # Earlier rules' judgements of this same poll, by kind (a rule that must not blame
     # what another already explains reads them).
     judged: dict[str, Judgement] = field(default_factory=dict)
+    # The group's findings open before this poll (every series'): what another rule
+    # already told the person on call.
+    open_findings: tuple[Finding, ...] = ()
+
+    def is_open(self, kind: str, **subject: object) -> bool:
+        """Whether a finding of ``kind`` is open on the group, or holds at this poll
+        (a rule before this one found it), for a subject with these fields."""
+        found = [f.subject for f in self.open_findings if f.kind == kind]
+        judgement = self.judged.get(kind)
+        if judgement is not None:
+            found += [f.subject for f in judgement.found]
+        return any(all(getattr(s, name) == value for name, value in subject.items()) for s in found)
 
     @property
     def now(self) -> Poll:

@@ -13,6 +13,13 @@ seconds, so a 10 s poll never sees it. The explanation here says what is going
 on; ``rebalance_loop`` opens beside it once the generations between Empty
 polls reach its count of rebalances.
 
+Once open, the finding holds for as long as the group has no member and its
+lag is not shrinking (input still arriving, or a backlog nobody reads),
+however long that is: the look-back bounds what the rule reads to open it,
+not how long an outage stays true. It closes when a member returns, when the
+lag shrinks (someone consumes, or the offsets were reset forward), or with
+the group (deleted, no longer polled).
+
 Judged at every poll except one that sees the group Empty for less than
 ``thread_death_grace``: there it cannot yet tell a member's brief re-join from
 consumers gone. Judging it would close the finding of a looping group at its
@@ -55,11 +62,15 @@ def judge(ev: Evaluation) -> Judgement:
         known = [g for g in map(_generation, history) if g is not None]
         rising = bool(known) and generation_now > min(known)
     rejoining = rejoins is not None and rejoins > 0 and rising
-    holds = (
-        now.member_count == 0 and (members_last_seen is not None or rejoining) and lag_growth > 0
+    still_down = ev.is_open(KIND) and (lag_growth > 0 or (now.lag_total > 0 and lag_growth == 0))
+    holds = now.member_count == 0 and (
+        ((members_last_seen is not None or rejoining) and lag_growth > 0) or still_down
     )
     if not holds:
         return Judgement(KIND, judged=True)
+    if members_last_seen is None and not rejoining:
+        # Down longer than the look-back: when the last member left, the finding knows.
+        members_last_seen = _last_seen_when_opened(ev)
     over = now.t - lag_start.t
     if rejoining:
         explanation = (
@@ -71,12 +82,19 @@ def judge(ev: Evaluation) -> Judgement:
             "logs for poll timeouts and restarts"
         )
     else:
-        assert members_last_seen is not None  # noqa: S101 - holds needs one or the other
+        left = (
+            ""
+            if members_last_seen is None
+            else f" (the last left {now.t - members_last_seen:.0f} s ago)"
+        )
+        change = (
+            f"its lag grew by {lag_growth} records in {over:.0f} s"
+            if lag_growth > 0
+            else f"its lag of {now.lag_total} records waits, unread"
+        )
         explanation = (
-            f"group {ev.group} has no member any more (the last left "
-            f"{now.t - members_last_seen:.0f} s ago) and its lag grew by {lag_growth} records "
-            f"in {over:.0f} s: nothing consumes it; start the application or find why all its "
-            "instances stopped"
+            f"group {ev.group} has no member any more{left} and {change}: nothing consumes "
+            "it; start the application or find why all its instances stopped"
         )
     found = Found(
         KIND,
@@ -94,6 +112,16 @@ def judge(ev: Evaluation) -> Judgement:
         },
     )
     return Judgement(KIND, judged=True, found=(found,))
+
+
+def _last_seen_when_opened(ev: Evaluation) -> float | None:
+    """When the group last had a member, as the open finding recorded it."""
+    for finding in ev.open_findings:
+        if finding.kind == KIND:
+            seen = finding.evidence.get("members_last_seen_at")
+            if isinstance(seen, int | float):
+                return float(seen)
+    return None
 
 
 def _generation_at_last_run_start(polls: Sequence[Poll]) -> int | None:

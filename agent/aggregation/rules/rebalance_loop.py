@@ -1,8 +1,14 @@
 """rebalance_loop (warning): the group rebalances again and again, or is mostly rebalancing.
 
-Events: exact generation (or KIP-848 epoch) changes where the snapshots carry
-them, else inferred from consecutive snapshots (the group entered a
-rebalancing state, or its members or assignment changed in between).
+Events: the rounds the polls show (the group entered a rebalancing state, or
+began another round within one: back from CompletingRebalance to
+PreparingRebalance, or new member ids joined; or its members or assignment
+changed between two settled polls), and exact generation (or KIP-848 epoch)
+changes where the snapshots carry them: between two stored generations, the
+more of the two counts. A stored generation completes the rounds before it;
+rounds with none stored are rebalances that never completed (a SyncGroup the
+coordinator could not store leaves no generation behind: seen live, a loop
+whose generation stayed at 2 for minutes was counted as "0 rebalances").
 Generations that happened before the agent first polled the group (listed by
 its first snapshot, or later with a time before that poll) are not counted.
 It fires on at least ``loop_events`` unexplained events within
@@ -40,16 +46,37 @@ Legitimate churn:
   forms the rule does not hold, and the rebalances until its first Stable
   snapshot are explained, within ``loop_window``.
 
-Root-cause hints in the evidence: the same clients re-joining under new
-member ids (processing longer than ``max.poll.interval.ms``), identities that
-left and came back while their old member lingered (a crash loop), and the
-group's metadata against ``__consumer_offsets`` ``max.message.bytes``
-(KAFKA-7149).
+A rebalance that never completes is a loop whatever the counts say: while the
+group is rebalancing, an instance whose members were replaced twice over since
+the rebalance began (member ids that joined beyond those it had then; a
+restart or a scale-out replaces or adds each member once), with at least
+``loop_events`` member ids joined in all. Mid-rebalance the broker lists
+members without their Streams data; their client ids name the instance
+(``instances.InstanceNames``), so a stream thread replaced under a new index
+still counts for its instance. Seen live (issue 25 #3): the group's record over
+the offsets topic's limit, every SyncGroup failed, REPLACE_THREAD replaced the
+threads again and again, the group never Stable; found within two turns of
+the loop (a turn lasts a session timeout: the dead threads' members linger).
+
+Root-cause hints in the evidence: the group's metadata record against
+``__consumer_offsets``' ``max.message.bytes`` (KAFKA-7149), its size as the
+newest Stable poll of the series measured it (mid-rebalance members come
+without metadata), against the limit the agent reports now (not the largest
+in the window: a stale broker default outlived the topic's own limit once);
+rounds with the exact generation known and none stored (the coordinator
+cannot write the group's record); the same clients re-joining under new
+member ids (processing longer than ``max.poll.interval.ms``); identities that
+left and came back while their old member lingered (a crash loop); members
+replaced before any rebalance completes. The explanation says how the window
+went: rebalancing, and Empty between re-joins where the members were out of
+the group between polls (never "rebalancing 0% of the time" for a group out
+between re-joins nearly all the time).
 
 Judged when the group is Stable, or Empty at this poll and the one before
 (no member can be hiding mid-join then), and wherever it holds; a long
-rebalance neither opens nor closes a finding by itself. The rebalances in the
-window and the share of it spent rebalancing go to /metrics at every poll.
+rebalance neither opens nor closes a finding by itself, unless its members are
+replaced twice over. The rebalances in the window and the share of it spent
+rebalancing go to /metrics at every poll.
 """
 
 from collections import Counter
@@ -59,6 +86,7 @@ from typing import NamedTuple
 from agent.aggregation.facts import Member, Poll
 from agent.aggregation.results import REBALANCES, UNSTABLE_RATIO
 from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement, rounded
+from agent.aggregation.rules.instances import InstanceNames
 from agent.model.findings import FindingSubject
 from agent.model.records import JsonObject
 
@@ -66,9 +94,12 @@ KIND = "rebalance_loop"
 EVENTS_PER_MEMBER_CHANGE = 3
 _MIN_REJOINS = 3  # member ids of one identity within the window that make a loop, not a restart
 
-_METADATA_CAUSE = "group metadata near __consumer_offsets max.message.bytes (KAFKA-7149)"
 _REJOIN_CAUSE = "members re-join under new ids: processing exceeds max.poll.interval.ms"
 _CRASH_CAUSE = "members leave and come back: a crash loop"
+_REPLACED_CAUSE = (
+    "members are replaced again and again before a rebalance completes: instances "
+    "crash-looping, or stream threads dying and replaced (REPLACE_THREAD)"
+)
 _UNSEEN_CAUSE = (
     "members join and leave again between polls: processing longer than "
     "max.poll.interval.ms, or instances crash-looping"
@@ -83,11 +114,13 @@ class PollRebalances(NamedTuple):
 
     events: int
     exact: bool  # counted from generations (or epochs), not inferred from the polls
+    stored: int  # generations (or epochs) stored since the previous poll, as far as known
     unseen: int  # between two Empty polls: members that came and went unseen
     probing: int  # KIP-441 probing rebalances
     formation: int  # the group forming as the agent first saw it
     unstable_seconds: float  # time spent rebalancing since the previous poll
     formation_unstable_seconds: float
+    empty_seconds: float  # time spent Empty since the previous poll
 
 
 def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> list[PollRebalances]:
@@ -102,26 +135,43 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
     next_stable = _next_stable(polls, first)
     last_stable = _last_stable_before(polls, first)
     out = []
+    # Rounds seen since the last stored generation: the next one accounts for them.
+    pending = 0
     for i in range(first, len(polls)):
         poll = polls[i]
         previous = polls[i - 1] if i > 0 else None
         exact = _exact_events(poll, previous, series_start)
-        events = exact if exact is not None else _inferred_events(poll, previous)
+        rounds = _rounds(poll, previous)
+        if exact is None:
+            events = rounds
+        elif exact > 0:
+            # A stored generation completes the rounds seen before it: a stretch between
+            # two stored generations counts as the more of the two.
+            events = rounds + max(exact - pending - rounds, 0)
+            pending = 0
+        else:
+            # No generation stored, yet the group went round: a SyncGroup that failed
+            # leaves no generation behind (KAFKA-7149), only the rounds tell.
+            events = rounds
+            pending += rounds
         # Members that joined and left between two polls that saw none: only the exact
         # generations tell of them.
         unseen = (exact or 0) if _stayed_empty(poll, previous) else 0
         probing = events if events and _probing(last_stable, next_stable[i - first]) else 0
         unstable = poll.t - previous.t if previous is not None and previous.rebalancing else 0.0
+        empty = poll.t - previous.t if previous is not None and previous.state == "Empty" else 0.0
         forming = i <= forming_until
         out.append(
             PollRebalances(
                 events,
                 exact is not None,
+                exact or 0,
                 unseen,
                 probing,
                 events if forming else 0,
                 unstable,
                 unstable if forming else 0.0,
+                empty,
             )
         )
         if poll.stable:
@@ -149,21 +199,35 @@ def _exact_events(poll: Poll, previous: Poll | None, series_start: float) -> int
     return None
 
 
-def _inferred_events(poll: Poll, previous: Poll | None) -> int:
-    """1 when the group entered a rebalancing state, or its members or assignment changed
-    between two polls that saw it settled; else 0."""
+def _rounds(poll: Poll, previous: Poll | None) -> int:
+    """1 when the group went round between two polls, whatever its generation says: it
+    entered a rebalancing state, or began another round within one (back from
+    CompletingRebalance to PreparingRebalance: a SyncGroup failed; or new member ids
+    joined), or its members or assignment changed between two polls that saw it
+    settled; else 0."""
     if previous is None:
         return 0
-    if poll.rebalancing and not previous.rebalancing:
-        return 1
-    if poll.rebalancing or previous.rebalancing:
-        return 0
+    if poll.rebalancing:
+        again = (
+            not previous.rebalancing
+            or (previous.state == "CompletingRebalance" and poll.state == "PreparingRebalance")
+            or _joined(poll, previous)
+        )
+        return 1 if again else 0
     # Equal members mean equal member ids and assignment (polls share an unchanged
     # members tuple, so this is mostly an identity check).
-    if poll.members == previous.members:
-        return 0
+    if previous.rebalancing or poll.members == previous.members:
+        return 0  # the round completes, or nothing changed
     changed = poll.member_ids != previous.member_ids or poll.assignment != previous.assignment
     return 1 if changed else 0
+
+
+def _joined(poll: Poll, previous: Poll) -> bool:
+    """Whether a member id of ``poll`` was not in ``previous``."""
+    if poll.members is previous.members:
+        return False
+    before = {m.member_id for m in previous.members}
+    return any(m.member_id not in before for m in poll.members)
 
 
 def _stayed_empty(poll: Poll, previous: Poll | None) -> bool:
@@ -340,6 +404,118 @@ def _identity_churn(
     return sorted(rejoining), sorted(came_and_went)
 
 
+# -- a rebalance that never completes ---------------------------------------------------
+
+
+class Unfinished(NamedTuple):
+    """The rebalance the group is in at the newest poll, since its first rebalancing poll."""
+
+    since: float
+    members: int  # the member ids it began with (per instance, those first seen)
+    replaced: int  # member ids that joined since, beyond those
+    generation: int | None  # the exact generation, when known and unchanged all along
+    # An instance whose members were replaced twice over: a restart or a scale-out
+    # replaces or adds each member once, a loop again and again.
+    twice_over: bool
+
+
+def unfinished_rebalance(polls: Sequence[Poll]) -> Unfinished | None:
+    """The rebalance the newest poll of ``polls`` is in (None: it is not rebalancing), and
+    how its members were replaced meanwhile: per instance, the member ids that joined
+    beyond those it had as the rebalance began (at the settled poll before it, or at its
+    first poll in it for an instance that came later, a scale-out's newcomer).
+
+    Members come without their Streams data mid-rebalance: an instance is named from
+    their client ids (``InstanceNames``), so a thread replaced under a new index still
+    counts for its instance (seen live: REPLACE_THREAD gives the replacement the next
+    free index, threads 3 and 4 replacing 1 and 2, then 1 and 2 again)."""
+    last = len(polls) - 1
+    if not polls[last].rebalancing:
+        return None
+    start = last
+    while start > 0 and polls[start - 1].rebalancing:
+        start -= 1
+    before = polls[start - 1] if start > 0 else None
+    run = polls[start:]
+    names = InstanceNames()
+    if before is not None:
+        names.learn(before.members)
+    names.learn_all(q.members for q in run)
+    first_ids: dict[str, set[str]] = {}
+    joined: dict[str, set[str]] = {}
+    for m in before.members if before is not None else ():
+        first_ids.setdefault(names.instance(m), set()).add(m.member_id)
+    members: tuple[Member, ...] | None = None
+    for poll in run:
+        if poll.members is members:
+            continue
+        members = poll.members
+        arrived: set[str] = set()  # instances first seen at this poll
+        for m in members:
+            instance = names.instance(m)
+            ids = first_ids.get(instance)
+            if ids is None:
+                first_ids[instance] = {m.member_id}
+                arrived.add(instance)
+            elif instance in arrived:
+                ids.add(m.member_id)
+            elif m.member_id not in ids:
+                joined.setdefault(instance, set()).add(m.member_id)
+    generation = before.generation if before is not None else None
+    still = generation is not None and all(q.generation == generation for q in run)
+    return Unfinished(
+        run[0].t,
+        sum(len(ids) for ids in first_ids.values()),
+        sum(len(ids) for ids in joined.values()),
+        generation if still else None,
+        any(len(ids) >= 2 * len(first_ids[instance]) for instance, ids in joined.items()),
+    )
+
+
+def _replaced_over_and_over(unfinished: Unfinished | None, loop_events: int) -> bool:
+    """Before the rebalance completed, an instance's members were replaced twice over,
+    and ``loop_events`` members or more in all: a restart or a scale-out replaces or adds
+    each member once; a loop (threads dying and replaced, instances crash-looping, a
+    SyncGroup that always fails) again and again."""
+    return unfinished is not None and unfinished.twice_over and unfinished.replaced >= loop_events
+
+
+# -- the group's record against the offsets topic's limit --------------------------------
+
+
+class Record(NamedTuple):
+    """The group's metadata record as last measured, and the limit the agent reports now."""
+
+    size: int | None  # bytes, at the newest Stable poll that has it
+    measured_at: float | None
+    limit: int | None  # the newest known max.message.bytes of __consumer_offsets
+
+    @property
+    def ratio(self) -> float | None:
+        return self.size / self.limit if self.size and self.limit else None
+
+
+def group_record(polls: Sequence[Poll]) -> Record:
+    """Mid-rebalance members come without metadata, so the size is the newest Stable
+    poll's, from all of the series' history (a loop that never completes has no Stable
+    poll in its window). The limit is the newest the agent reported, not the largest:
+    seen live, a stale broker default (1048588) in the window outlived the topic's own
+    3500."""
+    size = measured_at = limit = None
+    members: tuple[Member, ...] | None = None
+    for poll in reversed(polls):
+        if limit is None:
+            limit = poll.max_message_bytes
+        if size is None and poll.stable and poll.members is not members:
+            members = poll.members  # unchanged members are one shared tuple
+            record = poll.metadata_bytes
+            if record > 0:
+                size, measured_at = record, poll.t
+        if size is not None and limit is not None:
+            break
+    return Record(size, measured_at, limit)
+
+
 # -- the judgement -----------------------------------------------------------------------
 
 
@@ -349,16 +525,14 @@ def judge(ev: Evaluation) -> Judgement:
     window = w.looking_back(p.loop_window)
     forming_until = formation_end(polls, p.loop_window)
     per_poll = rebalance_events(polls, len(polls) - len(window), forming_until)
-    events_of, exact_of, unseen_of, probing_of, formation_of, unstable_of, formation_unstable_of = (
-        zip(*per_poll, strict=True)
-    )
-    events = sum(events_of)
-    probing = sum(probing_of)
-    unseen = sum(unseen_of)
-    formation = sum(formation_of)
-    unstable = sum(unstable_of)
+    events = sum(r.events for r in per_poll)
+    probing = sum(r.probing for r in per_poll)
+    unseen = sum(r.unseen for r in per_poll)
+    formation = sum(r.formation for r in per_poll)
+    unstable = sum(r.unstable_seconds for r in per_poll)
     unstable_ratio = min(unstable / p.loop_window, 1.0)
-    unstable_beyond_formation = min((unstable - sum(formation_unstable_of)) / p.loop_window, 1.0)
+    formation_unstable = sum(r.formation_unstable_seconds for r in per_poll)
+    unstable_beyond_formation = min((unstable - formation_unstable) / p.loop_window, 1.0)
     gauges = (Gauge(REBALANCES, float(events)), Gauge(UNSTABLE_RATIO, unstable_ratio))
     stayed_empty = _stayed_empty(now, w.previous)
     judged = now.stable or stayed_empty
@@ -366,6 +540,13 @@ def judge(ev: Evaluation) -> Judgement:
     if forming_until == len(polls) - 1 and not now.stable:
         return Judgement(KIND, judged=judged, gauges=gauges)
 
+    # A rebalance whose members were replaced again and again before it completed is a
+    # loop whatever the counts say: seen live (KAFKA-7149), every SyncGroup failed, the
+    # stream threads died and were replaced, the generation stayed at 2 for minutes and
+    # the group was never Stable, so nothing was counted until the unstable share said
+    # so 5.5 minutes later.
+    unfinished = unfinished_rebalance(polls) if now.rebalancing else None
+    stuck = _replaced_over_and_over(unfinished, p.loop_events)
     # The rebalances of a group forming (as the agent saw it form) are no loop either.
     beyond_probing = events - probing - formation
     # Mid-rebalance the members that explain it are not visible yet (a newcomer comes
@@ -375,7 +556,8 @@ def judge(ev: Evaluation) -> Judgement:
     # Membership changes only explain rebalances away: a count below the threshold before
     # them stays below after, so the window's members (most of the work) are not read.
     if not (
-        (counted and beyond_probing >= p.loop_events)
+        stuck
+        or (counted and beyond_probing >= p.loop_events)
         or unstable_beyond_formation >= p.loop_unstable_ratio
     ):
         return Judgement(KIND, judged=judged, gauges=gauges)
@@ -394,21 +576,30 @@ def judge(ev: Evaluation) -> Judgement:
     unexplained = beyond_probing - churn_explained
     too_many = counted and unexplained >= p.loop_events
     too_unstable = unstable_beyond_formation >= p.loop_unstable_ratio and not legitimate
-    if not (too_many or too_unstable):
+    if not (stuck or too_many or too_unstable):
         return Judgement(KIND, judged=judged, gauges=gauges)
 
-    metadata_bytes = _largest_metadata(window)
-    max_message_bytes = max(
-        (q.max_message_bytes for q in window if q.max_message_bytes is not None), default=None
+    record = group_record(polls)
+    stored = sum(r.stored for r in per_poll) if any(r.exact for r in per_poll) else None
+    # The group went round and round with its generation known, yet none was stored.
+    unstored = (
+        unfinished.generation is not None
+        if stuck and unfinished is not None
+        else stored == 0 and events > 0
     )
-    metadata_ratio = metadata_bytes / max_message_bytes if max_message_bytes else None
-    cause = _likely_cause(churn, unseen, metadata_ratio, p.metadata_size_ratio)
-    explanation = (
-        f"group {ev.group} rebalanced {events} times in {p.loop_window:.0f} s "
-        f"({probing + formation + churn_explained} explained by probing, the group forming "
-        f"or membership changes) and was rebalancing {unstable_ratio * 100:.0f}% of the "
-        f"time; likely cause: {cause}"
+    cause = _likely_cause(
+        churn, unseen, record, p.metadata_size_ratio, unstored=unstored, stuck=stuck
     )
+    empty_ratio = min(sum(r.empty_seconds for r in per_poll) / p.loop_window, 1.0)
+    explained = probing + formation + churn_explained
+    if stuck and unfinished is not None:
+        explanation = _unfinished_text(ev.group, now.t, unfinished, cause)
+    else:
+        explanation = (
+            f"group {ev.group} rebalanced {_times(events)} in {p.loop_window:.0f} s "
+            f"({explained} explained by probing, the group forming or membership changes) "
+            f"and was {_time_split(unstable_ratio, empty_ratio)}; likely cause: {cause}"
+        )
     evidence: JsonObject = {
         "rebalances": events,
         "probing_rebalances": probing,
@@ -418,39 +609,104 @@ def judge(ev: Evaluation) -> Judgement:
         "rebalances_between_empty_polls": unseen,
         "member_changes": churn.member_changes,
         "unstable_ratio": rounded(unstable_ratio),
+        "empty_ratio": rounded(empty_ratio),
         "window_seconds": float(p.loop_window),
-        "events_from": "exact" if any(exact_of) else "inferred",
+        "events_from": "exact" if any(r.exact for r in per_poll) else "inferred",
         "likely_cause": cause,
         "members_rejoining": [r._asdict() for r in churn.rejoining],
         "members_came_and_went": churn.came_and_went,
-        "group_metadata_bytes": metadata_bytes,
-        "offsets_topic_max_message_bytes": max_message_bytes,
-        "metadata_ratio": rounded(metadata_ratio),
+        "unfinished_rebalance": _unfinished_evidence(now.t, unfinished),
+        "generations_stored": stored,
+        "group_metadata_bytes": record.size,
+        "group_metadata_measured_at": record.measured_at,
+        "offsets_topic_max_message_bytes": record.limit,
+        "metadata_ratio": rounded(record.ratio),
     }
     found = Found(KIND, "warning", FindingSubject(), explanation, evidence)
     return Judgement(KIND, judged=True, found=(found,), gauges=gauges)
 
 
-def _largest_metadata(polls: Sequence[Poll]) -> int:
-    """The largest group metadata of the window: members come without it mid-rebalance."""
-    largest = 0
-    members: tuple[Member, ...] | None = None
-    for poll in polls:
-        if poll.members is not members:  # unchanged members are one shared tuple
-            members = poll.members
-            largest = max(largest, poll.metadata_bytes)
-    return largest
+def _times(count: int) -> str:
+    return "once" if count == 1 else f"{count} times"
+
+
+def _time_split(unstable_ratio: float, empty_ratio: float) -> str:
+    """How the window went: rebalancing, and Empty between re-joins where it was (seen
+    live: a group out between re-joins nearly all the time was said to be "rebalancing 0%
+    of the time")."""
+    rebalancing = f"rebalancing {unstable_ratio * 100:.0f}%"
+    if round(empty_ratio * 100) < 1:
+        return f"{rebalancing} of the time"
+    empty = f"Empty between re-joins {empty_ratio * 100:.0f}% of the time"
+    return empty if round(unstable_ratio * 100) < 1 else f"{empty} and {rebalancing}"
+
+
+def _unfinished_text(group: str, t: float, unfinished: Unfinished, cause: str) -> str:
+    how = (
+        f"none completed (generation {unfinished.generation} all along)"
+        if unfinished.generation is not None
+        else "no poll saw it Stable"
+    )
+    return (
+        f"group {group} has been rebalancing for {t - unfinished.since:.0f} s and {how}: "
+        f"{unfinished.replaced} member ids joined meanwhile beyond the {unfinished.members} "
+        f"it began with, its members replaced again and again; likely cause: {cause}"
+    )
+
+
+def _unfinished_evidence(t: float, unfinished: Unfinished | None) -> JsonObject | None:
+    if unfinished is None:
+        return None
+    return {
+        "since": unfinished.since,
+        "seconds": t - unfinished.since,
+        "members_at_start": unfinished.members,
+        "member_ids_joined": unfinished.replaced,
+        "generation_still": unfinished.generation,
+    }
 
 
 def _likely_cause(
-    churn: Churn, unseen: int, metadata_ratio: float | None, metadata_size_ratio: float
+    churn: Churn,
+    unseen: int,
+    record: Record,
+    metadata_size_ratio: float,
+    *,
+    unstored: bool,
+    stuck: bool,
 ) -> str:
-    if metadata_ratio is not None and metadata_ratio >= metadata_size_ratio:
-        return _METADATA_CAUSE
+    metadata = _metadata_cause(record, metadata_size_ratio)
+    if metadata is not None:
+        return metadata
+    if unstored:
+        limit = f" {record.limit}" if record.limit is not None else ""
+        return (
+            "members join again and again and no generation is stored: the coordinator "
+            "cannot write the group's record (over __consumer_offsets' max.message.bytes"
+            f"{limit}, KAFKA-7149, or the offsets topic unavailable)"
+        )
     if any(not r.old_member_lingered for r in churn.rejoining):
         return _REJOIN_CAUSE
     if any(r.old_member_lingered for r in churn.rejoining) or churn.came_and_went:
         return _CRASH_CAUSE
     if unseen > 0:
         return _UNSEEN_CAUSE
-    return "unknown"
+    return _REPLACED_CAUSE if stuck else "unknown"
+
+
+def _metadata_cause(record: Record, metadata_size_ratio: float) -> str | None:
+    """The group's record against the offsets topic's limit, when it is the likely cause."""
+    ratio = record.ratio
+    if ratio is None or ratio < metadata_size_ratio:
+        return None
+    if ratio >= 1.0:
+        return (
+            f"the group's record, {record.size} bytes at its last Stable poll, is over "
+            f"__consumer_offsets' max.message.bytes {record.limit}: the coordinator cannot "
+            "store the assignment, so every SyncGroup fails (KAFKA-7149)"
+        )
+    return (
+        f"group metadata {record.size} bytes at its last Stable poll, {ratio * 100:.0f}% "
+        f"of __consumer_offsets' max.message.bytes {record.limit}: near it, a rebalance "
+        "that adds to the record cannot be stored (KAFKA-7149)"
+    )

@@ -8,21 +8,53 @@ unknown, the state updater's restore rate stayed 0). Remaining records alone
 prove nothing: that metric overshoots and may never reach 0 (KAFKA-20711).
 
 From the broker only (a suspicion, warning): a member holds an active
-stateful task whose reported offset sum is more than
-``acceptable_recovery_lag`` below its changelogs' end offsets, and the task's
-input partitions show no commit for ``progress_stall_after`` while the group
-stays Stable and their lag grows, or, when the member (stream thread)
-commits nothing at all, the lag of its other input partitions grows: a
-restore that blocks the thread's state updater holds the tasks queued
-behind it too, so nothing reaches the restoring task's own input.
+stateful task that has records to restore, and the task's input partitions
+show no commit for ``progress_stall_after`` while the group stays Stable and
+their lag grows, or, when the member (stream thread) commits nothing at all,
+the lag of its other input partitions grows: a restore that blocks the
+thread's state updater holds the tasks queued behind it too, so nothing
+reaches the restoring task's own input. A task has records to restore when
 
-Which changelog belongs to which task is not in the group's data. A changelog
+* it was just assigned to its instance (within the window, the instance held
+  it neither as an active task nor as a standby or warm-up before: a new
+  instance, or one restarted with an empty state directory, which comes back
+  under a new process id) and its changelogs hold records for it beyond the
+  offset sum the member reported (no offset sum: no local state, all of them).
+  However few: a restore of a few records takes a second, so a task that has
+  processed nothing for minutes since is stuck (in its restore, or in what
+  blocks it: a state directory lock, a throttled or refused changelog read);
+* or, held for longer, the offset sum its member reported when it last joined
+  is more than ``acceptable_recovery_lag`` below its changelogs' end offsets
+  (an instance back on an old copy of its state).
+
+Kafka Streams members of a classic group report an offset sum for every task
+they keep state for (none: no local state); KIP-1071 members report none, so
+there only a task just assigned counts, as if it had no local state (the
+broker cannot tell).
+
+The quiet time counts from the input's last commit or the group turning
+Stable, whichever came later: the assignment comes with the rebalance (with
+static membership there is none, and the input's last commit was the old
+instance's, just before it stopped), so with ``progress_stall_after`` (5
+minutes by default) a restore stuck from the start is found within one poll
+of that after its assignment. The broker sees no restore rate: a large
+state legitimately restores for minutes without a commit, which is why the
+broker's wait is that long; the explanation says how much the task's
+changelogs hold (records, and bytes from the topic's size on disk), so a
+reader can tell a restore that should have ended long ago from a big one. A
+sidecar (below) sees the restore itself and needs only
+``restore_stall_after``.
+
+Which changelog belongs to which task: first from the group's topology when
+the snapshot has it (a KIP-1071 group's, described by the broker, or the
+``Topology#describe()`` text configured for the application), which lists
+each sub-topology's changelogs. Else from the names: a changelog
 ``<app>-<store>-changelog`` belongs to the sub-topology whose tasks read
 ``<app>-<store>-repartition`` (a groupBy names its repartition topic after its
 store); the changelogs left over belong to the one stateful sub-topology left
-over (tasks with offset sums), if there is exactly one. Otherwise the mapping
-is unknown and the broker rule stays silent for that task. The changelog
-partition of task ``s_p`` is ``p``.
+over (tasks with offset sums), if there is exactly one, or to the group's
+only sub-topology. Otherwise the mapping is unknown and the broker rule stays
+silent for that task. The changelog partition of task ``s_p`` is ``p``.
 
 Restore progress goes to /metrics for every restoring task either way:
 records remaining, the restore rate and the estimated seconds left (from the
@@ -44,6 +76,9 @@ KIND = "restore_stalled"
 RUNNING_ACTIVE = -2  # a task offset sum meaning "running active here, caught up"
 BY_NAME = "repartition topic of the same store"
 LEFTOVER = "the only other stateful sub-topology"
+ONLY_SUBTOPOLOGY = "the group's only sub-topology"
+# The group's topology, by where it came from (``Subtopology.origin``).
+BY_TOPOLOGY = {"broker": "topology described by the broker", "configured": "configured topology"}
 PARTITIONS_ASSIGNED = "PARTITIONS_ASSIGNED"
 
 _Key = tuple[str, int]  # (topic, partition)
@@ -91,36 +126,84 @@ def changelog_owners(group: str, poll: Poll) -> dict[str, Owned]:
     """Sub-topology -> the changelog topics it owns, at ``poll`` (the newest)."""
     # A changelog without end offsets has no partition to restore: as if not listed.
     changelogs = list(dict.fromkeys(topic for topic, ends in poll.changelog_ends or () if ends))
+    owners: dict[str, Owned] = {}
+
+    def own(subtopology: str, how: str, topic: str) -> None:
+        owners.setdefault(subtopology, Owned(how, [])).topics.append(topic)
+
+    declared = _declared_owners(poll)
+    unnamed = []
+    for topic in changelogs:
+        if topic in declared:
+            own(*declared[topic], topic)
+        else:
+            unnamed.append(topic)
+    if not unnamed:
+        return owners
+    readers = _repartition_readers(group, poll, unnamed)
+    unclaimed = []
+    for topic in unnamed:
+        for subtopology in readers.get(topic, ()):
+            own(subtopology, BY_NAME, topic)
+        if topic not in readers:
+            unclaimed.append(topic)
+    if unclaimed:
+        leftover = _leftover_owner(poll, owners.keys())
+        if leftover is not None:
+            for topic in unclaimed:
+                own(*leftover, topic)
+    return owners
+
+
+def _repartition_readers(group: str, poll: Poll, changelogs: list[str]) -> dict[str, list[str]]:
+    """Changelog -> the sub-topologies (sorted) whose tasks read the repartition topic
+    named after the same store; changelogs no task's repartition topic names are absent."""
     repartition_of = {
         topic: repartition
         for topic in changelogs
         if (repartition := _repartition_topic(group, topic)) is not None
     }
+    if not repartition_of:
+        return {}
+    repartitions = set(repartition_of.values())
     readers: dict[str, set[str]] = {}  # repartition topic -> the sub-topologies reading it
-    if repartition_of:
-        repartitions = set(repartition_of.values())
-        for m in poll.members:
-            for task in m.active:
-                for tp in task.partitions:
-                    if tp.topic in repartitions:
-                        readers.setdefault(tp.topic, set()).add(task.subtopology)
-    owners: dict[str, Owned] = {}
-    unclaimed = []
-    for topic in changelogs:
-        repartition = repartition_of.get(topic)
-        subtopologies = sorted(readers.get(repartition, ())) if repartition else []
-        for subtopology in subtopologies:
-            owners.setdefault(subtopology, Owned(BY_NAME, [])).topics.append(topic)
-        if not subtopologies:
-            unclaimed.append(topic)
-    if unclaimed:
-        # The threads of one instance report the same offset sums: each list once.
-        reported = {m.offset_sums for m in poll.members}
-        stateful = {task.split("_", 1)[0] for sums in reported for task, _ in sums}
-        leftover = stateful - owners.keys()
-        if len(leftover) == 1:
-            owners[leftover.pop()] = Owned(LEFTOVER, unclaimed)
-    return owners
+    for m in poll.members:
+        for task in m.active:
+            for tp in task.partitions:
+                if tp.topic in repartitions:
+                    readers.setdefault(tp.topic, set()).add(task.subtopology)
+    return {
+        topic: sorted(readers[repartition])
+        for topic, repartition in repartition_of.items()
+        if repartition in readers
+    }
+
+
+def _declared_owners(poll: Poll) -> dict[str, tuple[str, str]]:
+    """Changelog topic -> (sub-topology, how we know), from the group's topology when the
+    snapshot has one (each sub-topology lists its changelogs)."""
+    return {
+        topic: (s.id, BY_TOPOLOGY.get(s.origin, s.origin))
+        for s in poll.subtopologies
+        for topic in s.changelog_topics
+    }
+
+
+def _leftover_owner(poll: Poll, claimed: Iterable[str]) -> tuple[str, str] | None:
+    """The one sub-topology the changelogs no name claims can belong to: the only stateful
+    one left over (tasks with offset sums), else the group's only sub-topology (an
+    instance restarted on an empty state directory, alone in its group, reports no offset
+    sum at all); None: not known."""
+    # The threads of one instance report the same offset sums: each list once.
+    reported = {m.offset_sums for m in poll.members}
+    stateful = {task.split("_", 1)[0] for sums in reported for task, _ in sums}
+    leftover = stateful - set(claimed)
+    if len(leftover) == 1:
+        return leftover.pop(), LEFTOVER
+    held = {task.subtopology for m in poll.members for task in m.active}
+    if len(held) == 1:
+        return held.pop(), ONLY_SUBTOPOLOGY
+    return None
 
 
 def _repartition_topic(group: str, changelog: str) -> str | None:
@@ -139,7 +222,8 @@ class _Changelog(NamedTuple):
 
 
 class _Behind(NamedTuple):
-    """An active task a member holds whose local state is behind its changelogs."""
+    """An active task a member holds that has records to restore, as far as the broker can
+    tell: its local state is behind its changelogs, or unknown and just assigned."""
 
     member: Member
     task: Task
@@ -149,6 +233,13 @@ class _Behind(NamedTuple):
     changelog_bytes: float | None  # their share of the changelogs' size on disk
     offset_sum: int | None
     backlog: int
+    # When its instance was first seen holding it, if that was within the window (before,
+    # the instance held it neither active nor as a replica); None: held all along.
+    assigned_at: float | None
+
+    def restoring(self, acceptable_recovery_lag: int) -> bool:
+        """Just assigned with anything to restore, or far behind."""
+        return self.assigned_at is not None or self.backlog > acceptable_recovery_lag
 
 
 def _behind_tasks(ev: Evaluation) -> list[_Behind]:
@@ -162,7 +253,7 @@ def _behind_tasks(ev: Evaluation) -> list[_Behind]:
         subtopology: [_Changelog(t, ends[t], _partition_bytes(sizes.get(t))) for t in owned.topics]
         for subtopology, owned in owners.items()
     }
-    behind = []
+    candidates: list[_Behind] = []
     for m in now.members:
         sums: dict[str, int] | None = None
         for task in m.active:
@@ -178,16 +269,89 @@ def _behind_tasks(ev: Evaluation) -> list[_Behind]:
             offset_sum = sums.get(task.task)
             if changelog_end is None or (offset_sum is not None and offset_sum < 0):
                 continue  # unknown ends, or a sentinel (RUNNING_ACTIVE: caught up here)
-            # No offset sum for a task: no local state at all, so everything is to restore.
+            # No offset sum for a task: no local state at all, so everything is to restore
+            # (a KIP-1071 member reports none: then only if just assigned, below).
             backlog = changelog_end - (offset_sum or 0)
             if backlog > 0:
-                how = owners[task.subtopology].how
-                behind.append(
+                candidates.append(
                     _Behind(
-                        m, task, names, how, changelog_end, changelog_bytes, offset_sum, backlog
+                        member=m,
+                        task=task,
+                        changelogs=names,
+                        mapping=owners[task.subtopology].how,
+                        changelog_end=changelog_end,
+                        changelog_bytes=changelog_bytes,
+                        offset_sum=offset_sum,
+                        backlog=backlog,
+                        assigned_at=None,
                     )
                 )
+    if not candidates:
+        return []
+    assigned = _assigned_at(
+        ev.window.polls,
+        {(c.member.process, c.task.task) for c in candidates if c.member.process is not None},
+    )
+    behind = []
+    for c in candidates:
+        at = assigned.get((c.member.process, c.task.task)) if c.member.process else None
+        if at is None and c.member.broker_assigned:
+            continue  # a KIP-1071 task held all along: its local state is not reported
+        behind.append(c._replace(assigned_at=at))
     return behind
+
+
+_Held = tuple[str, str]  # (process, task)
+
+
+def _assigned_at(polls: Sequence[Poll], wanted: set[_Held]) -> dict[_Held, float]:
+    """For each ``wanted`` (process, active task) of the newest poll: the first poll of the
+    current run in which that instance holds the task active, when the run began within
+    ``polls`` and the instance did not hold the task as a standby or warm-up before it (it
+    has no state from there). Polls that do not tell who holds what (a classic group
+    mid-rebalance) neither extend nor end a run. Absent: held all along, or came from a
+    replica."""
+    assigned: dict[_Held, float] = {}
+    running = set(wanted)  # held at every telling poll walked so far
+    held_since = polls[-1].t  # the oldest of those
+    members = polls[-1].members
+    tells = True
+    for poll in reversed(polls[:-1]):
+        if not running:
+            break
+        # Polls share their members while unchanged: then so is who holds what.
+        if poll.members is not members:
+            members = poll.members
+            holding = _holding(members)
+            tells = holding is not None
+            if holding is not None:
+                active, replicas = holding
+                for held in [held for held in running if held not in active]:
+                    running.discard(held)
+                    if held not in replicas:
+                        assigned[held] = held_since
+        if tells:
+            held_since = poll.t
+    return assigned
+
+
+def _holding(members: tuple[Member, ...]) -> tuple[set[_Held], set[_Held]] | None:
+    """Which instance holds which task at one poll, active and as a replica; None when not
+    every member's assignment is known (a poll without members: nobody holds any)."""
+    if any(not m.decoded for m in members):
+        return None
+    active = {(m.process, t.task) for m in members if m.process is not None for t in m.active}
+    replicas = {(m.process, task) for m in members if m.process is not None for task in m.replicas}
+    return active, replicas
+
+
+def far_behind_members(ev: Evaluation) -> frozenset[str]:
+    """The members (ids) holding an active task with records to restore (just assigned to
+    their instance, or more than ``acceptable_recovery_lag`` behind its changelogs when
+    they last joined): restoring, as far as the broker can tell, and this rule's to judge
+    once their commits stop (consumer_status leaves their stalls to it)."""
+    limit = ev.params.acceptable_recovery_lag
+    return frozenset(b.member.member_id for b in _behind_tasks(ev) if b.restoring(limit))
 
 
 def _partition_bytes(topic: Topic | None) -> float | None:
@@ -356,7 +520,7 @@ def _broker(ev: Evaluation) -> tuple[list[Found], list[Gauge]]:
     commits.of(tp for b in behind for tp in b.task.partitions)  # all in one walk
     stable_since = w.run_start(lambda poll: poll.stable)
     gauges: list[Gauge] = []
-    # Far enough behind, and no commit on its input for long enough while Stable.
+    # Restoring, and no commit on its input for long enough while Stable.
     suspects: list[tuple[_Behind, list[tuple[TopicPartition, _Progress]], float]] = []
     for b in behind:
         inputs = commits.of(b.task.partitions)
@@ -369,9 +533,11 @@ def _broker(ev: Evaluation) -> tuple[list[Found], list[Gauge]]:
             gauges += _progress_gauges(
                 b.member.process, b.task.task, "broker", float(b.backlog), None
             )
+        # Quiet since the input's last commit: after a restart without a rebalance (static
+        # membership) that was the old instance's, before it stopped.
         quiet_for = now.t - max(last_commit_change, stable_since)
         if (
-            b.backlog > p.acceptable_recovery_lag
+            b.restoring(p.acceptable_recovery_lag)
             and now.stable
             and quiet_for >= p.progress_stall_after
         ):
@@ -430,7 +596,6 @@ def _broker_found(  # noqa: PLR0917 - one finding's every part
     backlog_bytes = None
     if b.changelog_bytes is not None:
         backlog_bytes = b.backlog * b.changelog_bytes / b.changelog_end
-    size = "size unknown" if backlog_bytes is None else f"about {backlog_bytes / 1e6:.1f} MB"
     whose, growth = "its lag", own_lag_growth
     if own_lag_growth is None:
         whose, growth = "the lag of its stream thread, which commits nothing,", thread_lag_growth
@@ -440,7 +605,7 @@ def _broker_found(  # noqa: PLR0917 - one finding's every part
         "warning",
         FindingSubject(process=process, task=b.task.task),
         f"task {b.task.task} on instance {_text(process)} looks stuck restoring: "
-        f"{b.backlog} changelog records behind ({size}), no commit on its input for "
+        f"{_what_to_restore(b, t, backlog_bytes)}, no commit on its input for "
         f"{quiet_for:.0f} s while {whose} grew by {growth} and the group stayed "
         "Stable; check that instance's restore (disk, throttles, broker quotas)",
         {
@@ -466,9 +631,44 @@ def _broker_found(  # noqa: PLR0917 - one finding's every part
             ],
             "thread_input_lag_growth": thread_lag_growth,
             "thread_seconds_without_commit": rounded(thread_quiet_for),
+            "changelog_bytes_estimate": rounded(b.changelog_bytes, 0),
+            "seconds_since_assigned": None if b.assigned_at is None else rounded(t - b.assigned_at),
         },
         since=t - quiet_for,
     )
+
+
+def _what_to_restore(b: _Behind, t: float, backlog_bytes: float | None) -> str:
+    """How much the task has to restore; for one just assigned, also since when and what
+    its changelogs hold for it."""
+    behind = f"{b.backlog} changelog records behind ({_size_text(backlog_bytes)})"
+    if b.assigned_at is None:
+        return behind
+    if b.offset_sum is not None:
+        state = f"{b.backlog} records behind"
+    elif b.member.broker_assigned:
+        state = "not reported to the broker"
+    else:
+        state = "none"
+    partition = b.task.task.rsplit("_", 1)[-1]
+    return (
+        f"assigned to that instance {t - b.assigned_at:.0f} s ago (local state: {state}), "
+        f"its changelog partition {partition} of {', '.join(b.changelogs)} holds up to "
+        f"{b.changelog_end} records ({_size_text(b.changelog_bytes)}) to restore"
+    )
+
+
+_SIZE_UNITS = ((1e9, "GB", 1), (1e6, "MB", 1), (1e3, "kB", 0))
+
+
+def _size_text(size: float | None) -> str:
+    """``about 5.0 MB``, ``about 24 kB``; ``size unknown``."""
+    if size is None:
+        return "size unknown"
+    for scale, unit, digits in _SIZE_UNITS:
+        if size >= scale:
+            return f"about {size / scale:.{digits}f} {unit}"
+    return f"about {size:.0f} bytes"
 
 
 def _text(value: str | None) -> str:

@@ -17,6 +17,19 @@ without their Streams data. An instance is a Kafka Streams process id: a
 member whose process id is unknown (undecoded, or empty) is no instance, and
 is counted in none.
 
+A death is a thread that does not come back. A thread (or an instance) seen in
+the group at any poll within ``thread_death_grace``, Stable or not, is out
+between re-joins, not dead: mid-rebalance its member's client id names its
+instance and thread index (``instances.InstanceNames``). And while a
+``rebalance_loop`` finding is open on the group (or holds at this poll: that
+rule judges first), members leave and re-join under new ids, so a thread out
+of the group says nothing of a death: the broker's view is not judged then
+(a finding open from before stays open), and the loop's finding says why the
+members are out. Seen live (issue 27 #2): a poll-timeout loop with every
+thread alive opened "runs 1 of its 2 stream threads ... look for the uncaught
+exception" and "all its stream threads died". A thread that really died during
+a loop is found once the loop's finding has closed.
+
 From a sidecar (authoritative, next to the instance): ``alive-stream-threads``
 below the expected count (configured, else the most seen), the client in
 ERROR / NOT_RUNNING / PENDING_ERROR, a thread in DEAD, or the instance having
@@ -36,10 +49,12 @@ from dataclasses import dataclass
 from agent.aggregation.facts import Member, Poll, Sidecar
 from agent.aggregation.results import THREADS_EXPECTED
 from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement
+from agent.aggregation.rules.instances import InstanceNames
 from agent.aggregation.window import SeriesWindow
 from agent.model.findings import FindingSubject
 
 KIND = "stream_threads_dead"
+REBALANCE_LOOP = "rebalance_loop"
 BAD_CLIENT_STATES = frozenset(("ERROR", "NOT_RUNNING", "PENDING_ERROR"))
 
 # Per instance (process id), its stream threads at one poll: their indexes as text,
@@ -52,12 +67,20 @@ def judge(ev: Evaluation) -> Judgement:
     sidecar = now.sidecar
     if not now.stable and sidecar is None:
         return Judgement(KIND, judged=False)
+    # While the group loops, its members leave and re-join under new ids: from the
+    # broker, a thread out between re-joins looks like a dead one (seen live: a
+    # poll-timeout loop opened a warning "look for the uncaught exception" on an
+    # instance whose threads all lived). The loop's finding says why they are out; a
+    # thread still out once the loop is over died. Not judged meanwhile, so a finding
+    # open from before stays open (rebalance_loop judges this poll first).
+    loop = ev.is_open(REBALANCE_LOOP)
     found: list[Found] = []
     gauges: list[Gauge] = []
     if now.stable:
         broker = _BrokerView.of(ev.window, ev.params.thread_history)
-        found += _partial_loss(ev, broker)
-        found += _instance_gone(ev, broker)
+        if not loop:
+            found += _partial_loss(ev, broker)
+            found += _instance_gone(ev, broker)
         gauges += [
             Gauge(THREADS_EXPECTED, float(broker.threads_max[p]), process=p, priority=1)
             for p in sorted(broker.now)
@@ -74,7 +97,8 @@ def judge(ev: Evaluation) -> Judgement:
                     THREADS_EXPECTED, float(sidecar.expected), process=sidecar.process, priority=0
                 )
             )
-    return Judgement(KIND, judged=True, found=tuple(found), gauges=tuple(gauges))
+    judged = sidecar is not None or not loop
+    return Judgement(KIND, judged=judged, found=tuple(found), gauges=tuple(gauges))
 
 
 # -- the broker's view -----------------------------------------------------------------
@@ -104,6 +128,7 @@ class _BrokerView:
     # Instances absent now, each with its last Stable poll within (now - look-back, now].
     last_seen: dict[str, float]
     history: Sequence[Poll]
+    _sightings: "_Sightings | None" = None
 
     @classmethod
     def of(cls, window: SeriesWindow, seconds: float) -> "_BrokerView":
@@ -139,6 +164,13 @@ class _BrokerView:
                 seen.update(_threads_at(poll, self.threads_at).get(process, ()))
         return sorted(seen)
 
+    def sightings(self) -> "_Sightings":
+        """When each stream thread and instance was last in the group at any poll of the
+        look-back, Stable or not (read once, when a finding is in question)."""
+        if self._sightings is None:
+            self._sightings = _Sightings.of(self.history)
+        return self._sightings
+
     def count_since(self, process: str) -> float:
         """When ``process`` began to run as many threads as now, over the Stable polls
         that show it (polls mid-rebalance or without it neither count nor break the run)."""
@@ -156,6 +188,42 @@ class _BrokerView:
         return since
 
 
+@dataclass
+class _Sightings:
+    """The last time each stream thread (process id, thread index) and each instance was
+    in the group, at any poll: mid-rebalance the broker lists a member without its
+    Streams data, and its client id says whose thread it is (``InstanceNames``)."""
+
+    threads: dict[tuple[str, int], float]
+    processes: dict[str, float]
+
+    @classmethod
+    def of(cls, history: Sequence[Poll]) -> "_Sightings":
+        names = InstanceNames()
+        names.learn_all(poll.members for poll in history)
+        threads: dict[tuple[str, int], float] = {}
+        processes: dict[str, float] = {}
+        for poll in history:  # oldest first: the newest sighting stays
+            for m in poll.members:
+                thread = names.thread(m)
+                if thread is not None:
+                    threads[thread] = poll.t
+                    processes[thread[0]] = poll.t
+                else:
+                    process = names.process(m)
+                    if process is not None:
+                        processes[process] = poll.t
+        return cls(threads, processes)
+
+    def thread_out_for(self, process: str, key: str, t: float) -> float | None:
+        """Seconds since thread ``key`` (an index, as ``Threads`` holds it) of ``process``
+        was last in the group; None when unknown (a member without an index)."""
+        if not key.isdigit():
+            return None
+        seen = self.threads.get((process, int(key)))
+        return None if seen is None else t - seen
+
+
 def _threads_at(poll: Poll, cache: dict[int, Threads]) -> Threads:
     key = id(poll.members)
     threads = cache.get(key)
@@ -166,6 +234,7 @@ def _threads_at(poll: Poll, cache: dict[int, Threads]) -> Threads:
 
 def _partial_loss(ev: Evaluation, broker: _BrokerView) -> list[Found]:
     found = []
+    grace = ev.params.thread_death_grace
     for process in sorted(broker.now):
         threads_now = broker.now[process]
         count, most = len(threads_now), broker.threads_max[process]
@@ -173,10 +242,21 @@ def _partial_loss(ev: Evaluation, broker: _BrokerView) -> list[Found]:
             continue
         since = broker.count_since(process)
         lower_for = ev.t - since
-        if lower_for < ev.params.thread_death_grace:
+        if lower_for < grace:
             continue
+        # A death is a thread that does not come back: one seen in the group within the
+        # grace (mid-rebalance, re-joining under a new member id) is out between
+        # re-joins (seen live: a poll-timeout loop, a thread absent from every Stable
+        # poll for two minutes, in and out of the group in between).
         now_set = set(threads_now)
-        gone = [key for key in broker.threads_seen(process) if key not in now_set]
+        sightings = broker.sightings()
+        gone = []
+        for key in broker.threads_seen(process):
+            out_for = sightings.thread_out_for(process, key, ev.t)
+            if key not in now_set and (lower_for if out_for is None else out_for) >= grace:
+                gone.append(key)
+        if not gone:
+            continue
         found.append(
             Found(
                 KIND,
@@ -204,9 +284,15 @@ def _instance_gone(ev: Evaluation, broker: _BrokerView) -> list[Found]:
     if instances_now >= broker.instances_max:
         return []  # as many as ever: whoever left was replaced
     found = []
-    for process, last_seen in sorted(broker.last_seen.items()):
+    grace = ev.params.thread_death_grace
+    for process, last_stable in sorted(broker.last_seen.items()):
+        if ev.t - last_stable < grace:
+            continue
+        # Its members may come and go between Stable polls: it left when none of them
+        # was in the group any more.
+        last_seen = max(last_stable, broker.sightings().processes.get(process, last_stable))
         gone_for = ev.t - last_seen
-        if gone_for < ev.params.thread_death_grace:
+        if gone_for < grace:
             continue
         found.append(
             Found(

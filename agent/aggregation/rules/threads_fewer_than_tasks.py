@@ -31,6 +31,28 @@ raises no floor in every quarter; a history shorter than the window leaves a qua
 empty and does not hold. The lag polls themselves need not be judged: a committed
 offset is known in any group state.
 
+Lag that is not the threads' doing is not counted: when the group's lag grows, the
+rule looks again without the partitions
+
+- of a task or an instance another finding already explains: ``restore_stalled`` (a
+  task, or an instance, stuck restoring: it processes nothing until its restore ends)
+  and ``stream_threads_dead`` (an instance that lost threads: bring them back, do not
+  add more), open on the group or found at this poll; while ``rebalance_loop`` holds
+  the whole group's lag is the loop's, and the rule does not hold;
+- whose committed offset did not move over the window's last quarter while they had a
+  lag: nothing processed them. A thread short of capacity still works through each of
+  its tasks and commits them every ``commit.interval.ms`` (30 s by default; the
+  quarters' floors already count on a commit within a quarter); a task that makes no
+  progress at all is stuck (a restore, a blocked processor, a thread that died), and
+  more threads would not move it. Lag that stuck partitions alone add cannot raise
+  the last quarter's floor 1000 records above the first's unless they were stuck
+  through that whole quarter, so this leaves out every one that could.
+
+The rule holds only if the lag left grows as above (its floors from the polls that
+still list their partitions: older polls keep only the group's total, 6 minutes back by
+default, see ``group.partition_look_back``; a window longer than that can tell nothing
+once something is left out). The evidence lists what was left out, and why.
+
 The finding is the group's, held since the judged polls began to show it (polls not
 judged neither hold nor break that run); its evidence says which sub-topologies read
 repartition topics (the task partitions name their topics; the snapshot marks a
@@ -39,12 +61,12 @@ topic's internal kind), and what would bring the busiest thread below the thresh
 
 from bisect import bisect_left
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from itertools import pairwise
 from math import ceil
 from typing import NamedTuple, cast
 
-from agent.aggregation.facts import Member, Poll
+from agent.aggregation.facts import Member, Poll, TopicPartition
 from agent.aggregation.rules.base import (
     Evaluation,
     Found,
@@ -53,12 +75,20 @@ from agent.aggregation.rules.base import (
     rounded,
     thread_name,
 )
+from agent.aggregation.rules.rebalance_loop import KIND as REBALANCE_LOOP
+from agent.aggregation.rules.restore_stalled import KIND as RESTORE_STALLED
+from agent.aggregation.rules.stream_threads_dead import KIND as STREAM_THREADS_DEAD
 from agent.model.findings import FindingSubject
 from agent.model.records import JsonObject
 
 KIND = "threads_fewer_than_tasks"
 
 _QUARTERS = 4
+# Findings that explain the lag of their subject's partitions (an instance's, or one of
+# its tasks'), and those that explain the whole group's.
+_EXPLAIN_SUBJECT_LAG = (RESTORE_STALLED, STREAM_THREADS_DEAD)
+_EXPLAIN_GROUP_LAG = (REBALANCE_LOOP,)
+NO_PROGRESS = "no progress"  # why a partition is left out when no finding explains it
 
 Floors = tuple[int | None, ...]  # the least known lag of each quarter, oldest first
 
@@ -74,7 +104,16 @@ def judge(ev: Evaluation) -> Judgement:
     floors = next(lags.floors_newest_first())
     if not _growing(floors, p.tasks_per_thread_min_lag_growth):
         return Judgement(KIND, judged=True)
-    return Judgement(KIND, judged=True, found=(_found(ev, members, floors, lags),))
+    # The group's lag grows: is it the threads' doing?
+    left_out = _left_out(ev)
+    if left_out is None:
+        return Judgement(KIND, judged=True)  # the whole group's lag is another finding's
+    if left_out:
+        lags = _LagHistory(ev.window.polls, p.tasks_per_thread_lag_window, left_out)
+        floors = next(lags.floors_newest_first())
+        if not _growing(floors, p.tasks_per_thread_min_lag_growth):
+            return Judgement(KIND, judged=True)
+    return Judgement(KIND, judged=True, found=(_found(ev, members, floors, lags, left_out),))
 
 
 # -- when it holds -------------------------------------------------------------------------
@@ -112,14 +151,88 @@ def _growing(floors: Floors, min_growth: int) -> bool:
     return all(a < b for a, b in pairwise(known)) and known[-1] - known[0] >= min_growth
 
 
-class _LagHistory:
-    """The window's polls as (ms, known lag): what the quarters and the trend read."""
+# -- lag that is not the threads' doing ------------------------------------------------------
 
-    def __init__(self, polls: Sequence[Poll], seconds: float) -> None:
+LeftOut = dict[TopicPartition, str]  # partition -> why its lag does not count
+
+
+def _left_out(ev: Evaluation) -> LeftOut | None:
+    """The partitions whose lag another finding explains, or that made no progress at all
+    (sorted); None when another finding explains the whole group's lag."""
+    explaining = _explaining_subjects(ev)
+    if any(kind in _EXPLAIN_GROUP_LAG for kind, _ in explaining):
+        return None
+    left: LeftOut = {}
+    for kind, subject in explaining:
+        for m in ev.now.members:
+            if m.process != subject.process or subject.thread not in (None, m.thread):
+                continue
+            for task in m.active:
+                if subject.task in (None, task.task):
+                    for tp in task.partitions:
+                        left.setdefault(tp, kind)
+    for tp in _without_progress(ev):
+        left.setdefault(tp, NO_PROGRESS)
+    return dict(sorted(left.items()))
+
+
+def _explaining_subjects(ev: Evaluation) -> list[tuple[str, FindingSubject]]:
+    """(kind, subject) of the findings that explain lag: open on the group before this
+    poll, or found at it by a rule judged before this one; those of an instance name it."""
+    kinds = (*_EXPLAIN_SUBJECT_LAG, *_EXPLAIN_GROUP_LAG)
+    subjects = {(f.kind, f.subject) for f in ev.open_findings if f.kind in kinds}
+    for kind in kinds:
+        judgement = ev.judged.get(kind)
+        if judgement is not None:
+            subjects.update((f.kind, f.subject) for f in judgement.found)
+    return sorted(
+        ((kind, s) for kind, s in subjects if kind in _EXPLAIN_GROUP_LAG or s.process),
+        key=lambda ks: (ks[0], ks[1].key),
+    )
+
+
+def _without_progress(ev: Evaluation) -> list[TopicPartition]:
+    """The partitions with a lag now whose committed offset stayed the same at every poll
+    of the window's last quarter; none when those polls do not all list their
+    partitions."""
+    span = ev.params.tasks_per_thread_lag_window / _QUARTERS
+    window = ev.window
+    if window.first.t > window.t - span:
+        return []  # a history shorter than that: no quarter to tell from (nor growth)
+    polls = window.looking_back(span)
+    now = polls[-1].partitions
+    if now is None:
+        return []
+    still = {(p.topic, p.partition): p.committed for p in now if p.lag}
+    for poll in polls[:-1]:
+        if not still:
+            break
+        if poll.partitions is None:
+            return []  # aged out: their commits are not known that far back
+        same = {
+            key
+            for p in poll.partitions
+            if (key := (p.topic, p.partition)) in still and still[key] == p.committed
+        }
+        still = {key: committed for key, committed in still.items() if key in same}
+    return sorted(TopicPartition(*key) for key in still)
+
+
+class _LagHistory:
+    """The window's polls as (ms, known lag): what the quarters and the trend read;
+    without the lag of the ``left_out`` partitions when there are some."""
+
+    def __init__(
+        self, polls: Sequence[Poll], seconds: float, left_out: Collection[TopicPartition] = ()
+    ) -> None:
         self.polls = polls
         self.ms = [int(poll.t * 1000) for poll in polls]  # as the window's look-backs count
         # A poll without a partition that reports a lag knows none (not zero).
-        self.lags = [poll.lag_total if poll.lag_partitions > 0 else None for poll in polls]
+        self.lags = (
+            _lags_without(polls, left_out)
+            if left_out
+            else [poll.lag_total if poll.lag_partitions > 0 else None for poll in polls]
+        )
         self.known = [
             (ms, lag) for ms, lag in zip(self.ms, self.lags, strict=True) if lag is not None
         ]
@@ -195,6 +308,21 @@ class _LagHistory:
         return start
 
 
+def _lags_without(polls: Iterable[Poll], left_out: Collection[TopicPartition]) -> list[int | None]:
+    """Each poll's lag over its partitions but the ``left_out`` ones; None where it knows
+    none (no partition with a lag, or its partitions aged out: the total alone cannot
+    tell the rest from what is left out)."""
+    lags: list[int | None] = []
+    for poll in polls:
+        total, known = 0, False
+        for p in poll.partitions or ():
+            if p.lag is not None and (p.topic, p.partition) not in left_out:
+                total += p.lag
+                known = True
+        lags.append(total if known else None)
+    return lags
+
+
 # -- what it says ------------------------------------------------------------------------
 
 
@@ -204,15 +332,25 @@ class _Threads(NamedTuple):
     threads_per_instance: int
 
 
-def _threads(poll: Poll) -> _Threads:
-    """The busiest stream thread, the instances and the most threads one instance runs."""
+def _threads(poll: Poll, left_out: LeftOut) -> _Threads:
+    """The busiest stream thread, the instances and the most threads one instance runs.
+    With partitions left out, the busiest among the threads whose lag counted most: a
+    thread whose tasks are all stuck is not the one short of capacity."""
     per_instance: dict[str, int] = {}
     for m in poll.members:
         # Members without a process id count as instances of their own.
         key = m.process if m.process is not None else m.member_id
         per_instance[key] = per_instance.get(key, 0) + 1
-    busiest = max(poll.members, key=_busiest_order)
+    if left_out:
+        busiest = max(poll.members, key=lambda m: (_counted_tasks(m, left_out), _busiest_order(m)))
+    else:
+        busiest = max(poll.members, key=_busiest_order)
     return _Threads(busiest, len(per_instance), max(per_instance.values()))
+
+
+def _counted_tasks(m: Member, left_out: LeftOut) -> int:
+    """The member's active tasks that read a partition whose lag counts."""
+    return sum(1 for t in m.active if any(tp not in left_out for tp in t.partitions))
 
 
 def _task_ids(m: Member) -> list[str]:
@@ -274,10 +412,12 @@ def _subtopologies(poll: Poll) -> _Subtopologies | None:
     )
 
 
-def _found(ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory) -> Found:
+def _found(
+    ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory, left_out: LeftOut
+) -> Found:
     p, now = ev.params, ev.now
     window = p.tasks_per_thread_lag_window
-    threads = _threads(now)
+    threads = _threads(now, left_out)
     subtopologies = _subtopologies(now)
     busiest, count, busiest_count = threads.busiest, members.size, members.busiest
     active = len(now.active_tasks)
@@ -307,7 +447,8 @@ def _found(ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory)
         f"average: {counted(active, 'task')} on {counted(count, 'stream thread')} of "
         f"{counted(threads.instances, 'instance')}) while the group's lag kept growing over "
         f"the last {window:.0f} s (its low point rose from {first} to {last} records, about "
-        f"{slope if slope is not None else 0.0:.1f} records/s): the threads cannot keep up"
+        f"{slope if slope is not None else 0.0:.1f} records/s{_not_counted(left_out)}): the "
+        "threads cannot keep up"
         f"{repartitions}; run {counted(per_instance, 'stream thread')} per instance "
         "(num.stream.threads, on instances with idle CPU cores), or "
         f"{counted(instances, 'instance')}, for {counted(needed, 'thread')} in all (beyond "
@@ -332,6 +473,9 @@ def _found(ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory)
         "repartition_tasks": repartition_tasks,
         "subtopologies": subtopologies.listed if subtopologies is not None else None,
         "lag_records": now.lag_total,
+        "lag_not_counted": [
+            {"partition": f"{tp.topic}-{tp.partition}", "why": why} for tp, why in left_out.items()
+        ],
         "lag_floor_per_quarter": list(floors),
         "lag_growth_records": last - first,
         "lag_growth_per_second": rounded(slope, 1),
@@ -352,3 +496,15 @@ def _found(ev: Evaluation, members: _Members, floors: Floors, lags: _LagHistory)
         evidence,
         since=lags.since(p.tasks_per_thread_threshold, p.tasks_per_thread_min_lag_growth),
     )
+
+
+def _not_counted(left_out: LeftOut) -> str:
+    """What the lag figures leave out, for the explanation."""
+    if not left_out:
+        return ""
+    reasons = sorted(set(left_out.values()), key=lambda why: (why == NO_PROGRESS, why))
+    said = [
+        "no commit in the window's last quarter" if why == NO_PROGRESS else f"{why} open"
+        for why in reasons
+    ]
+    return f", not counting {counted(len(left_out), 'partition')} ({'; '.join(said)})"

@@ -15,6 +15,7 @@ from agent.aggregation.rules import CLUSTER_RULES
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import assignment_size_risk as assignment_size
+from tests.unit.aggregation.cases import consumer_status as status
 from tests.unit.aggregation.cases import copartition_mismatch as copartition
 from tests.unit.aggregation.cases import hot_partitions as hot
 from tests.unit.aggregation.cases import idle_members as idle
@@ -43,6 +44,7 @@ ALL_CASES: list[Case] = [
     *copartition.CASES,
     *fewer_threads.CASES,
     *footprint.CASES,
+    *status.CASES,
 ]
 
 
@@ -116,6 +118,7 @@ def _judge(
                 topic=g.topic,
                 partition=g.partition,
                 source=g.source,
+                status=g.status,
             )
             for g in verdict.gauges
         ]

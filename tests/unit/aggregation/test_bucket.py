@@ -2,6 +2,7 @@
 
 import copy
 import pickle
+from dataclasses import replace
 
 from agent.aggregation.bucket import REJECTED_SAMPLE, expire, judge_records
 from agent.aggregation.group import GroupState
@@ -69,3 +70,28 @@ def test_a_group_no_longer_polled_closes_its_findings_and_goes() -> None:
     assert [(e.event, e.finding) for e in report.events] == [("close", f) for f in open_before]
     assert all(e.at == newest for e in report.events)
     assert key not in groups
+
+
+def test_a_deleted_group_closes_its_findings_at_once_and_says_why() -> None:
+    # Issue 25: after kafka-consumer-groups --delete a critical finding stayed 21 minutes.
+    # The agent ships the group's last snapshot with the coordinator's state Dead.
+    groups: dict[GroupKey, GroupState] = {}
+    judge_records(groups, _records(GONE), PARAMS)
+    (key,) = groups
+    open_before = groups[key].hysteresis.open
+    assert open_before
+    last = GONE.snapshots[-1]
+    deleted_at = last.poll.started_at + 10
+    dead = replace(
+        last,
+        poll=replace(last.poll, started_at=deleted_at),
+        group=replace(last.group, state="Dead"),
+        members=(),
+        partitions=(),
+    )
+    (report,) = judge_records(groups, [(dead.to_json().decode(), "test")], PARAMS).reports
+    assert report.gone
+    assert [(e.event, e.at, e.reason, e.finding) for e in report.events] == [
+        ("close", deleted_at, "group deleted", f) for f in open_before
+    ]
+    assert key not in groups, "its state is gone: a group of that name starts afresh"

@@ -125,12 +125,56 @@ def test_two_agents_holding_the_same_finding_keep_one_open_finding() -> None:
     assert events == []
 
 
-def test_findings_of_a_group_that_stopped_reporting_are_closed_eventually() -> None:
-    other = Coverage("c", "other-group", "a", 1000, KIND)
-    state, _ = advance(HysteresisState(), [held(10)], [judged(10)], close_after=WINDOW)
-    state, events = advance(state, [], [other], close_after=WINDOW, forget_after=600)
-    assert [(e.event, e.at) for e in events] == [("close", 1000)]
-    assert state.open == ()
+def test_an_open_finding_follows_the_newest_text_with_an_update_a_window_at_most() -> None:
+    def saying(t: float, text: str) -> Candidate:
+        return Candidate("c", "g", "a", t, KIND, "warning", FindingSubject(process="pA"), 10, text)
+
+    texts = [(10, "lag 1"), (20, "lag 2"), (30, "lag 3"), (70, "lag 7"), (80, "lag 8")]
+    state, events = advance(
+        HysteresisState(),
+        [saying(t, text) for t, text in texts],
+        [judged(t) for t, _ in texts],
+        close_after=WINDOW,
+    )
+    # Opened at 10 saying "lag 1"; by 70 the text changed and a window went by.
+    assert [(e.event, e.at, e.finding.explanation) for e in events] == [
+        ("open", 10, "lag 1"),
+        ("update", 70, "lag 7"),
+    ]
+    (finding,) = state.open
+    assert (finding.explanation, finding.last_seen, finding.since) == ("lag 8", 80, 10)
+    # The state remembers the last event: the next update comes a window after it.
+    state, events = advance(
+        state,
+        [saying(120, "lag 12"), saying(130, "lag 13")],
+        [judged(120), judged(130)],
+        close_after=WINDOW,
+    )
+    assert [(e.event, e.at) for e in events] == [("update", 130)]
+    state, events = advance(state, [saying(140, "lag 13")], [judged(140)], close_after=WINDOW)
+    assert events == [], "the same text again is no news"
+
+
+def test_a_less_severe_view_of_another_agent_does_not_flap_the_severity() -> None:
+    # A sidecar sees the instance's threads dead (critical), the central agent only a
+    # missing member (warning); their polls alternate. Before: warning, critical,
+    # warning, ... an update event at each.
+    candidates = [
+        held(t, severity="critical" if agent == "sidecar" else "warning", agent=agent)
+        for t, agent in [(10, "central"), (15, "sidecar"), (20, "central"), (25, "sidecar")]
+    ]
+    coverage = [judged(c.t, c.agent) for c in candidates]
+    state, events = advance(HysteresisState(), candidates, coverage, close_after=WINDOW)
+    assert [(e.event, e.finding.severity) for e in events] == [
+        ("open", "warning"),
+        ("update", "critical"),
+    ]
+    (finding,) = state.open
+    assert (finding.severity, finding.last_seen) == ("critical", 25)
+    # The sidecar stops holding it; a window later the central agent's view speaks.
+    later = [held(t, agent="central") for t in (40, 60, 90)]
+    state, events = advance(state, later, [judged(c.t, c.agent) for c in later], close_after=WINDOW)
+    assert [(e.event, e.at, e.finding.severity) for e in events] == [("update", 90, "warning")]
 
 
 def test_the_state_survives_json() -> None:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from agent.aggregation import results as r
 from agent.aggregation.exposition import JobCollector
 from agent.aggregation.results import GaugeRow
+from agent.aggregation.rules.consumer_status import STATUSES
 from agent.aggregation.state import JobState
 from agent.model.findings import Finding, FindingEvent, FindingSubject
 
@@ -46,6 +47,8 @@ CONTRACT = {
     "ksmon_restore_estimated_remaining_seconds": RESTORE,
     "ksmon_group_rebalances_in_window": {"kafka_cluster", "group"},
     "ksmon_group_unstable_ratio": {"kafka_cluster", "group"},
+    "ksmon_group_consumer_status": {"kafka_cluster", "group", "status"},
+    "ksmon_group_consumer_status_partitions": {"kafka_cluster", "group", "status"},
     "ksmon_job_last_batch_timestamp_seconds": set(),
     "ksmon_job_batch_duration_seconds": set(),
     "ksmon_job_newest_snapshot_timestamp_seconds": {"kafka_cluster"},
@@ -85,6 +88,11 @@ def render() -> str:
         gauge(r.REBALANCES, 7.0),
         gauge(r.UNSTABLE_RATIO, 0.25),
         gauge(r.STORE_MEMORY_ESTIMATE, 1233125376.0, process="p1"),
+        *(gauge(r.GROUP_STATUS, float(s == "stalled"), status=s) for s in STATUSES),
+        *(
+            gauge(r.GROUP_STATUS_PARTITIONS, float(n), status=s)
+            for s, n in zip(STATUSES, (2, 0, 0, 1, 5), strict=True)
+        ),
     ]
     state.started()
     state.batch_done(

@@ -15,12 +15,14 @@ from agent.model.findings import FindingEvent
 from tests.support.live_scenarios import (
     EXPECTED,
     HEALTHY,
+    NEVER,
     PROBLEMS,
     RECORDINGS,
     REPLAY_CONFIG,
     describe,
     first_open,
     load_facts,
+    opened_never,
 )
 
 
@@ -55,7 +57,25 @@ def test_a_recorded_problem_is_found_with_its_subject(
         expected.check(event.finding, facts)
 
 
+@pytest.mark.parametrize("scenario", sorted(NEVER))
+def test_a_recorded_problem_opens_nothing_it_must_not(
+    replayed: ReplayResult, scenario: str
+) -> None:
+    events = _events(replayed, RECORDINGS / scenario)
+    assert opened_never(events, scenario) == [], describe(events)
+
+
 @pytest.mark.parametrize("scenario", HEALTHY)
 def test_a_recorded_healthy_run_finds_nothing(replayed: ReplayResult, scenario: str) -> None:
     events = _events(replayed, RECORDINGS / scenario)
     assert events == [], describe(events)
+
+
+def test_a_replay_shared_out_among_processes_gives_the_same_events(
+    replayed: ReplayResult,
+) -> None:
+    config = load_config(RECORDINGS / REPLAY_CONFIG)
+    recordings = [RECORDINGS / scenario for scenario in (*PROBLEMS, *HEALTHY)]
+    shared = replay(recordings, config.aggregation.detectors, workers=2)
+    assert shared.events == replayed.events
+    assert shared.snapshots == replayed.snapshots

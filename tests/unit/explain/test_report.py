@@ -257,3 +257,19 @@ def test_no_advice_when_balancing_gains_little_or_rates_are_unknown() -> None:
     assert balanced.advice is None, "100 rec/s on each instance already"
     unknown = build_report(poll(0, {}, MEMBERS), poll(5, even, MEMBERS))
     assert unknown.advice is None, "no rates from a single sighting of the partitions"
+
+
+def test_a_lag_in_seconds_that_is_only_a_lower_bound_says_at_least() -> None:
+    """Issue 26 #1: a record older than anything datable is shown as a bound."""
+    first, second = two_polls()
+    bounded = tuple(
+        replace(p, lag_seconds=7200.0, lag_seconds_lower_bound=True) if p.partition == 0 else p
+        for p in second.partitions
+    )
+
+    text = render_report(build_report(first, replace(second, partitions=bounded)))
+
+    assert "0_0: in-0 900 rec/s lag 10 (at least 7200.0 s)" in text
+    assert "0_1: in-1 800 rec/s lag 10 (1.5 s)" in text
+    assert ">=7200.0" in text
+    assert ">= : at least that old" in text

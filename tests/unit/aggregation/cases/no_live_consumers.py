@@ -17,16 +17,18 @@ def _history(
     generation: Callable[[float], int | None] = lambda s: None,
     until: float = 180,
     seen_again_at: tuple[float, ...] = (),
+    input_until: float | None = None,
 ) -> list[Snapshot]:
     """Polls every 10 s for ``until`` seconds; one member until ``members_until`` (s after
     T0), and at the polls ``seen_again_at``; the committed offset stops when the member
-    first goes; the topic grows at ``rate``; the group's generation at each poll from
-    ``generation`` (s after T0)."""
+    first goes; the topic grows at ``rate`` until ``input_until``; the group's generation
+    at each poll from ``generation`` (s after T0)."""
     snapshots = []
     for t in times(0, until, 10):
         consuming = members_until is not None and t - T0 < members_until
         alive = consuming or t - T0 in seen_again_at
-        end = 1000 + round(rate * (t - T0))
+        arriving = t - T0 if input_until is None else min(t - T0, input_until)
+        end = 1000 + round(rate * arriving)
         committed = end if consuming else 1000 + round(rate * (members_until or 0))
         snapshots.append(
             snapshot(
@@ -48,6 +50,31 @@ def _rejoins_every_minute(s: float) -> int:
 
 
 CASES = [
+    Case(
+        "nolive-down-for-long",
+        "every instance stopped 20 minutes ago, twice the look-back, and records keep "
+        "arriving: the app is still down, the finding stays (issue 27: it closed after 10 "
+        "minutes while its own text said the lag grew)",
+        KIND,
+        _history("nolive-down-for-long", members_until=100, rate=20.0, until=1300),
+        expect=[Expect("critical")],
+        check=explains("has no member any more (the last left 1210 s ago)", "lag grew by"),
+    ),
+    Case(
+        "nolive-down-input-stopped",
+        "every instance stopped 20 minutes ago and the input stopped too, its backlog unread: "
+        "still down (the lag does not shrink)",
+        KIND,
+        _history(
+            "nolive-down-input-stopped",
+            members_until=100,
+            rate=20.0,
+            until=1300,
+            input_until=600,
+        ),
+        expect=[Expect("critical")],
+        check=explains("its lag of 10000 records waits, unread"),
+    ),
     Case(
         "nolive-all-gone",
         "the only member left 80 s ago and the lag keeps growing: nobody consumes",
@@ -122,7 +149,8 @@ CASES = [
     Case(
         "nolive-loop-long-over",
         "the generation last rose at 120 s, more than thread_history (600 s) before the last "
-        "poll, and no member since: an abandoned group again",
+        "poll, and no member since while records keep arriving: the loop ended in an app "
+        "that is down, and the finding opened during the loop stays (issue 27)",
         KIND,
         _history(
             "nolive-loop-long-over",
@@ -131,6 +159,8 @@ CASES = [
             generation=lambda s: 5 + 2 * int(min(s, 120) // 60),
             until=900,
         ),
+        expect=[Expect("critical")],
+        check=explains("has no member any more and its lag grew by"),
     ),
     Case(
         "nolive-member-seen-once",

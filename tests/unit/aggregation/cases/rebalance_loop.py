@@ -22,6 +22,7 @@ class Poll:
     # Exact events with their own times: (generation, seconds from the first poll).
     listed: tuple[tuple[int, float], ...] = ()
     group_epoch: int | None = None  # a KIP-1071 streams group's (the broker assigns)
+    max_message_bytes: int | None = 1_048_588  # __consumer_offsets', as the agent reports it
 
 
 def _history(
@@ -42,6 +43,7 @@ def _history(
                 group_epoch=p.group_epoch,
                 rebalances=[RebalanceEvent(1, t - 1) for _ in range(p.rebalances)]
                 + [RebalanceEvent(gen, T0 + at) for gen, at in p.listed],
+                max_message_bytes=p.max_message_bytes,
             )
         )
     return snapshots
@@ -216,6 +218,97 @@ def _too_large(s: float) -> Poll:
     return Poll(members=[_thread("pA", **big), _thread("pB", **big)], generation=generation)
 
 
+def _mid_rebalance(process: str, slot: int, member_id: str) -> MemberInfo:
+    """A stream thread's member as a rebalancing classic group describes it: no metadata,
+    only its ids (the client id names the instance and the thread)."""
+    return MemberInfo(
+        member_id=member_id,
+        client_id=f"app-{process}-StreamThread-{slot}-consumer",
+        client_host="h",
+    )
+
+
+_INSTANCES = ("pA", "pB", "pC")
+_LOOP_START = 60.0  # pC restarts: the rebalance that never completes begins
+_TURN = 45.0  # session.timeout.ms: a dead thread's member lingers that long
+
+
+def _turn_members(turn: int) -> list[MemberInfo]:
+    """Turn ``turn`` of the loop: every thread replaced under the next free indexes (3 and
+    4 for 1 and 2, then 1 and 2 again), each id new."""
+    slots = (3, 4) if turn % 2 else (1, 2)
+    return [_mid_rebalance(p, slot, f"{p}-{slot}-t{turn}") for p in _INSTANCES for slot in slots]
+
+
+def _sync_fails(s: float, *, generation: int | None = 2, record: int = 800) -> Poll:
+    # Issue 25 #3, as the agent saw it live (Kafka 4.3, classic protocol, REPLACE_THREAD):
+    # three instances of two threads, Stable at generation 2 with a 4800-byte record. The
+    # offsets topic's max.message.bytes is lowered to 3500 at 30 s (the broker's default
+    # stays in the window), pC restarts at 60 s: every SyncGroup fails to store the
+    # assignment, the stream threads die and are replaced, the dead ones' members linger a
+    # session timeout. Mid-rebalance the broker lists members without metadata, and the
+    # generation read from __consumer_offsets stays at 2: no record is written.
+    limit = 1_048_588 if s < 30 else 3500
+    threads = [
+        _thread(p, i, "", subscription_bytes=record // 2, assignment_bytes=record // 2)
+        for p in _INSTANCES
+        for i in (1, 2)
+    ]
+    if s < _LOOP_START:
+        return Poll(members=threads, generation=generation, max_message_bytes=limit)
+    turn = int((s - _LOOP_START) // _TURN)
+    if turn == 0:
+        # pA's and pB's threads wait in the rebalance, pC's old members linger beside
+        # its restarted ones.
+        members = [
+            _mid_rebalance(p, i, _thread(p, i, "").member_id) for p in _INSTANCES for i in (1, 2)
+        ]
+        members += [_mid_rebalance("pC", i, f"pC-{i}-restarted") for i in (1, 2)]
+    else:
+        members = _turn_members(turn) + _turn_members(turn - 1) if turn > 1 else _turn_members(1)
+    return Poll("PreparingRebalance", members, generation, max_message_bytes=limit)
+
+
+def _redeploy(s: float) -> Poll:
+    # Every instance restarted at 60 s: the new members join at once, the old ones linger
+    # until their session times out (45 s), and the rebalance waits for them.
+    if s < _LOOP_START:
+        return _sync_fails(s)
+    old = [_mid_rebalance(p, i, _thread(p, i, "").member_id) for p in _INSTANCES for i in (1, 2)]
+    new = [_mid_rebalance(p, i, f"{p}-{i}-new") for p in _INSTANCES for i in (1, 2)]
+    return Poll("PreparingRebalance", old + new, generation=2)
+
+
+def _newcomers_one_by_one(s: float) -> Poll:
+    # A scale-out from one instance to four: six threads join one after the other while
+    # the first one is busy and slow to re-join, so the rebalance lasts a minute and no
+    # generation is stored meanwhile.
+    if s < 300:
+        return Poll(members=[_thread("pA", 1), _thread("pA", 2)], generation=4)
+    if s >= 380:
+        members = [_thread(p, i) for p in ("pA", "pB", "pC", "pD") for i in (1, 2)]
+        return Poll(members=members, generation=5)
+    joined = [("pB", 1), ("pB", 2), ("pC", 1), ("pC", 2), ("pD", 1), ("pD", 2)]
+    members = [_mid_rebalance("pA", i, f"pA-{i}-") for i in (1, 2)]
+    members += [_mid_rebalance(p, i, f"{p}-{i}-") for p, i in joined[: int((s - 300) // 10) + 1]]
+    return Poll("PreparingRebalance", members, generation=4)
+
+
+def _empty_between_rejoins(s: float) -> Poll:
+    # Issue 27 #3, as the agent saw it live: two instances of two threads, each record 3 s
+    # against max.poll.interval.ms 2 s. Every thread is put out within seconds of each
+    # re-join: the group is Empty at most polls, now and then Stable with a thread or two
+    # under new member ids, its generation climbing by three every 10 s.
+    k = int(s // 10)
+    if s < 60:
+        return Poll(members=[_thread(p, i) for p in ("pA", "pB") for i in (1, 2)], generation=2)
+    generation = 2 + 3 * (k - 5)
+    if k % 4:
+        return Poll("Empty", [], generation)
+    process = ("pA", "pB")[(k // 4) % 2]
+    return Poll(members=[_thread(process, 1 + (k // 8) % 2, k)], generation=generation)
+
+
 def _unstable(s: float) -> Poll:
     # Stuck in one long rebalance from 150 s on: not many events, but rarely Stable.
     if s >= 150:
@@ -254,6 +347,37 @@ def _check_cause(expected: str) -> Callable[[list[Candidate]], None]:
         assert expected in found.explanation
 
     return check
+
+
+def _check_sync_fails(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    evidence = found.evidence
+    # The limit the agent reports now, not the stale default earlier in the window.
+    assert evidence["offsets_topic_max_message_bytes"] == 3500, evidence
+    assert evidence["group_metadata_bytes"] == 4800, evidence
+    assert evidence["generations_stored"] == 0, evidence
+    assert evidence["unfinished_rebalance"]["generation_still"] == 2, evidence
+    assert (
+        "4800 bytes at its last Stable poll, is over __consumer_offsets' max.message.bytes 3500"
+        in (found.explanation)
+    )
+    assert "KAFKA-7149" in found.explanation
+    assert "(generation 2 all along)" in found.explanation
+    assert "rebalanced 0 times" not in found.explanation
+
+
+def _check_unstored(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    assert "no generation is stored" in found.evidence["likely_cause"], found.evidence
+    assert "max.message.bytes 3500" in found.evidence["likely_cause"], found.evidence
+
+
+def _check_empty_between_rejoins(candidates: list[Candidate]) -> None:
+    (found,) = candidates
+    assert "max.poll.interval.ms" in found.evidence["likely_cause"], found.evidence
+    assert "Empty between re-joins" in found.explanation, found.explanation
+    assert "rebalancing 0% of the time" not in found.explanation, found.explanation
+    assert found.evidence["empty_ratio"] >= 0.6, found.evidence
 
 
 def _check_exact(candidates: list[Candidate]) -> None:
@@ -429,6 +553,61 @@ CASES = [
         _history("loop-metadata-too-large", _too_large),
         expect=[Expect("warning")],
         check=_check_cause("KAFKA-7149"),
+    ),
+    Case(
+        "loop-sync-fails-generation-still",
+        "issue 25 #3: the group's 4800-byte record is over the 3500 the offsets topic allows "
+        "now; from 60 s every SyncGroup fails, the threads are replaced again and again, the "
+        "group never Stable and its generation still at 2. Found within 2 minutes of the "
+        "loop's start, with the size against the newest limit (before: nothing until the unstable "
+        "share reached half the window, then 'rebalanced 0 times', the stale 1048588 and "
+        "cause unknown)",
+        KIND,
+        _history("loop-sync-fails-generation-still", _sync_fails, step=10, until=180),
+        expect=[Expect("warning")],
+        check=_check_sync_fails,
+    ),
+    Case(
+        "loop-sync-fails-store-fails",
+        "the same loop with a record far below the limit (300 bytes at the last Stable "
+        "poll; the offsets topic unavailable, say): the generation still while members are "
+        "replaced twice over names the store that fails, not the size",
+        KIND,
+        _history(
+            "loop-sync-fails-store-fails",
+            lambda s: _sync_fails(s, record=50),
+            step=10,
+            until=180,
+        ),
+        expect=[Expect("warning")],
+        check=_check_unstored,
+    ),
+    Case(
+        "loop-redeploy-in-one-rebalance",
+        "all three instances redeployed at once: every member replaced once within one "
+        "long rebalance (the old ones linger a session timeout), no generation stored "
+        "meanwhile: a redeploy, no loop",
+        KIND,
+        _history("loop-redeploy-in-one-rebalance", _redeploy, step=10, until=100),
+    ),
+    Case(
+        "loop-scale-out-newcomers-one-by-one",
+        "six newcomers join one after the other during one long rebalance, no generation "
+        "stored meanwhile: members added are not members replaced, no loop",
+        KIND,
+        _history("loop-scale-out-newcomers-one-by-one", _newcomers_one_by_one, step=10),
+        at=T0 + 360,
+    ),
+    Case(
+        "loop-empty-between-rejoins",
+        "issue 27 #3: two instances' threads re-join under new ids and are out again within "
+        "seconds, the group Empty at most polls: the text says it was Empty between "
+        "re-joins, never 'rebalancing 0% of the time'",
+        KIND,
+        _history("loop-empty-between-rejoins", _empty_between_rejoins, step=10),
+        expect=[Expect("warning")],
+        at=T0 + 560,  # Stable
+        check=_check_empty_between_rejoins,
     ),
     Case(
         "loop-unstable",

@@ -66,6 +66,76 @@ def _rolling_restart(s: float) -> list[MemberInfo]:
     return old + new + _threads("pB", 1, 2)
 
 
+def _mid_rebalance(process: str, index: int, member_id: str) -> MemberInfo:
+    """A stream thread's member as a rebalancing classic group describes it: its ids only,
+    no Streams data (the client id names the instance and the thread)."""
+    return MemberInfo(
+        member_id=member_id,
+        client_id=f"app-{process}-StreamThread-{index}-consumer",
+        client_host="h",
+    )
+
+
+def poll_timeout_loop(group: str, until: float = 300) -> list[Snapshot]:
+    """Issue 27 #2, as the agent saw it live: two instances of two threads, each record
+    3 s against max.poll.interval.ms 2 s from 60 s on. Both JVMs and all four threads
+    live (TaskMigratedException, CommitFailedException, no uncaught exception), but each
+    thread is put out of the group within seconds of re-joining under a new member id:
+    the Stable polls show pA's thread 1 alone, pB never; pA's thread 2 and pB's threads
+    are in the group at the polls in between, mid-rebalance, without their Streams data.
+    The generation climbs by two every 10 s."""
+    snapshots = []
+    for t in times(0, until, 10):
+        s = t - T0
+        k = int(s // 10)
+        if s < 60:
+            state, members, generation = "Stable", _threads("pA", 1, 2) + _threads("pB", 1, 2), 2
+        else:
+            generation = 2 + 2 * (k - 5)
+            if k % 3 == 0:
+                state, members = "Stable", _threads("pA", 1, generation=f"-{k}")
+            elif k % 3 == 1:
+                state = "PreparingRebalance"
+                ids = [("pA", 2), ("pB", 1), ("pB", 2)]
+                members = [_mid_rebalance(p, i, f"{p}-{i}-{k}") for p, i in ids]
+            else:
+                state, members = "Empty", []
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=members,
+                partitions=[partition("in", 0, end=1000)],
+                state=state,
+                generation=generation,
+            )
+        )
+    return snapshots
+
+
+def _out_in_a_loop(group: str) -> list[Snapshot]:
+    """pB's only thread overruns max.poll.interval.ms: every 20 s it re-joins under a new
+    member id (the generation up by two). pA's thread 2, put out of the group at 100 s
+    by the same slowness, works through what it had fetched and stays out for minutes:
+    not seen at any poll since, but not dead (seen live: a thread out for 3 minutes in a
+    poll-timeout loop, then back)."""
+    snapshots = []
+    for t in times(0, 300, 10):
+        s = t - T0
+        pa = _threads("pA", 1, 2) if s < 100 else _threads("pA", 1)
+        pb = _threads("pB", 1, generation=f"-{int(s // 20)}")
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=pa + pb,
+                partitions=[partition("in", 0, end=1000)],
+                generation=2 + 2 * int(s // 20),
+            )
+        )
+    return snapshots
+
+
 CASES = [
     Case(
         "threads-partial-loss",
@@ -136,6 +206,25 @@ CASES = [
                 _threads("pA", 1) + _threads("pB", 1) + (_threads("pC", 1) if s >= 150 else [])
             ),
         ),
+    ),
+    Case(
+        "threads-poll-timeout-loop",
+        "issue 27 #2: a poll-timeout loop, both instances and all their threads alive; at "
+        "the Stable polls pA runs 1 of its 2 threads and pB is gone for four minutes, but "
+        "their members re-join under new ids in between: the loop (rebalance_loop says so), "
+        "not dead threads (before: a warning 'look for the uncaught exception' for pA and "
+        "an info 'all its stream threads died' for pB)",
+        KIND,
+        poll_timeout_loop("threads-poll-timeout-loop"),
+    ),
+    Case(
+        "threads-out-for-long-in-a-loop",
+        "pA's thread 2 has not been in the group for 200 s while the group loops (pB's "
+        "thread re-joins under a new id every 20 s): while a rebalance_loop is open the "
+        "broker cannot tell a thread out between re-joins from a dead one, and the loop's "
+        "finding says why members are out",
+        KIND,
+        _out_in_a_loop("threads-out-for-long-in-a-loop"),
     ),
     Case(
         "threads-sidecar-shortfall",

@@ -92,6 +92,137 @@ def _history(
     return polls
 
 
+# (seconds, topic, partition) -> (log-end offset, committed offset) of one partition.
+PartitionAt = Callable[[float, str, int], tuple[int, int]]
+
+
+def _per_partition(
+    group: str,
+    members: Members,
+    at: PartitionAt,
+    *,
+    partitions: int = 8,
+    state: Callable[[float], str] = lambda s: "Stable",
+) -> list[Snapshot]:
+    """The count app, polled every 10 s to ``UNTIL``, each partition of both topics as
+    ``at`` says; classic groups come undecoded while they rebalance."""
+    polls = []
+    for t in times(0, UNTIL, STEP):
+        s = t - T0
+        word = state(s)
+        present = members(s)
+        if word != "Stable":
+            present = [dataclasses.replace(m, streams=None) for m in present]
+        listed = []
+        for topic in ("in", _repartition(group)):
+            for p in range(partitions):
+                end, committed = at(s, topic, p)
+                listed.append(partition(topic, p, end=end, committed=committed))
+        polls.append(
+            snapshot(
+                group,
+                t,
+                members=present,
+                partitions=listed,
+                topics=[
+                    TopicInfo("in", partitions, consumed=True),
+                    TopicInfo(_repartition(group), partitions, "repartition", consumed=True),
+                    TopicInfo(f"{group}-counts-changelog", partitions, "changelog"),
+                ],
+                state=word,
+            )
+        )
+    return polls
+
+
+def _end(s: float) -> int:
+    return 100_000 + 50 * round(s)  # 50 records/s into every partition
+
+
+def _keeping_up(s: float) -> tuple[int, int]:
+    return _end(s), _end(s) - 20
+
+
+def _stuck_from(start: float, s: float) -> tuple[int, int]:
+    """No commit since ``start`` while records keep arriving."""
+    return _end(s), _end(min(s, start)) - 20
+
+
+def _wiped_restart(group: str) -> Members:
+    """2 instances x 2 threads, 16 tasks dealt 4 a thread; pB restarts at 40 s on an empty
+    state directory and comes back as pC (a new process id) with the same tasks
+    (partitions 2, 3, 6 and 7 of both topics)."""
+    tasks = _count_topology(group, 8)
+    return lambda s: _dealt({"pA": 2, "pB" if s < 40 else "pC": 2}, tasks)
+
+
+PC_PARTITIONS = (2, 3, 6, 7)
+
+
+def _restore_held(group: str, *, short_of_threads: bool = False) -> list[Snapshot]:
+    """Seen live (issue 25): pC's tasks restore, held, and process nothing from 40 s on,
+    while pA keeps up; with ``short_of_threads``, pA's thread 1 also falls behind on
+    input partition 0 (its commits move, slower than the records come)."""
+
+    def at(s: float, topic: str, p: int) -> tuple[int, int]:
+        if p in PC_PARTITIONS:
+            return _stuck_from(40, s)
+        if short_of_threads and topic == "in" and p == 0:
+            return _end(s), _end(s) - _sawtooth(_growing)(s)
+        return _keeping_up(s)
+
+    return _per_partition(
+        group,
+        _wiped_restart(group),
+        at,
+        state=lambda s: "PreparingRebalance" if 40 <= s < 50 else "Stable",
+    )
+
+
+def _thread_died(group: str) -> list[Snapshot]:
+    """2 instances x 2 threads; pA's thread 2 dies at 60 s and its thread 1 takes all of
+    pA's 8 tasks (partitions 0, 1, 4 and 5), processing them too slowly: their lag grows
+    while they commit. pB keeps up."""
+    tasks = _count_topology(group, 8)
+    before = _dealt({"pA": 2, "pB": 2}, tasks)
+
+    def members(s: float) -> list[MemberInfo]:
+        if s < 60:
+            return before
+        by_slot = {(m.streams.process_id, m.streams.thread_index): m for m in before if m.streams}
+        merged = {
+            t.task: [(p.topic, p.partition) for p in t.partitions]
+            for m in before
+            if m.streams and m.streams.process_id == "pA"
+            for t in m.streams.active_tasks
+        }
+        return [streams_member("pA", 1, merged), by_slot["pB", 1], by_slot["pB", 2]]
+
+    def at(s: float, topic: str, p: int) -> tuple[int, int]:
+        if p in (0, 1, 4, 5) and s >= 60:
+            return _end(s), _end(s) - _sawtooth(lambda x: 5 * round(x - 60))(s)
+        return _keeping_up(s)
+
+    return _per_partition(
+        group, members, at, state=lambda s: "PreparingRebalance" if 60 <= s < 70 else "Stable"
+    )
+
+
+def _busiest_on(candidates: list[Candidate], process: str) -> None:
+    (found,) = candidates
+    assert found.evidence["busiest"]["process"] == process, found.evidence["busiest"]
+
+
+def _left_out(*partitions: str, why: str) -> Callable[[list[Candidate]], None]:
+    def check(candidates: list[Candidate]) -> None:
+        (found,) = candidates
+        assert found.evidence["lag_not_counted"] == [
+            {"partition": p, "why": why} for p in partitions
+        ], found.evidence["lag_not_counted"]
+
+    return check
+
+
 # Seed 001: 8 input partitions, 8 stream threads (2 instances x 4), and a repartition:
 # 16 tasks, 2 per thread.
 SEED_THREADS = {"pA": 4, "pB": 4}
@@ -357,6 +488,46 @@ CASES = [
         "threads",
         KIND,
         _history("tft-empty", lambda s: [], _sawtooth(_growing), state=lambda s: "Empty"),
+    ),
+    Case(
+        "tft-restore-held-elsewhere",
+        "seen live (issue 25): an instance restarted on an empty state directory restores, "
+        "held, and its 8 partitions take no commit while records arrive; the other "
+        "instance's threads (4 tasks each) keep up. All the growth is on partitions that make "
+        "no progress at all: more threads would not move them",
+        KIND,
+        _restore_held("tft-restore-held-elsewhere"),
+    ),
+    Case(
+        "tft-restore-held-and-short-of-threads",
+        "the same held restore, and pA's thread 1 really falls behind on a partition it "
+        "commits: that lag grows with the stuck partitions left out, so the rule holds, and "
+        "says what it left out",
+        KIND,
+        _restore_held("tft-restore-held-and-short-of-threads", short_of_threads=True),
+        expect=[Expect("warning")],
+        check=all_of(
+            _left_out(
+                *(
+                    f"{topic}-{p}"
+                    for topic in ("in", "tft-restore-held-and-short-of-threads-counts-repartition")
+                    for p in PC_PARTITIONS
+                ),
+                why="no progress",
+            ),
+            # in-0's floors (4200, 7200, ...) and 7 more partitions of pA's at 20 each.
+            evidence(lag_floor_per_quarter=[4340, 7340, 10340, 13340], lag_growth_records=9000),
+            lambda found: _busiest_on(found, "pA"),
+            explains("not counting 8 partitions (no commit in the window's last quarter)"),
+        ),
+    ),
+    Case(
+        "tft-thread-died",
+        "pA lost a stream thread (stream_threads_dead open on it) and its last thread, "
+        "holding all 8 of pA's tasks, falls behind while it commits: that lag is the dead "
+        "thread's to explain, not a reason to run more threads",
+        KIND,
+        _thread_died("tft-thread-died"),
     ),
     Case(
         "tft-no-traffic",

@@ -1,0 +1,117 @@
+"""``facts`` records <-> plain nested tuples, for pickling windows fast.
+
+Pickling a ``NamedTuple`` runs Python code twice per object (its
+``__getnewargs__`` when written, its ``__new__`` when read): for a window of a
+hundred polls that was most of the job's time per group (docs/benchmarks.md).
+Plain tuples pickle and unpickle in C. ``freeze`` turns a window into them
+(one converter per record type, written once from its field types) and
+``thaw`` back, building each record with ``tuple.__new__`` (no Python frame).
+
+Sharing survives: parts a poll shares with the poll before (``Poll.sharing``:
+its members, topics, ...) are frozen once and thawed once, so a window holds
+them once in memory as in the pickle.
+"""
+
+import functools
+import types
+import typing
+from collections.abc import Callable
+from functools import cache
+from typing import Any, NamedTuple, Union, get_args, get_origin
+
+from agent.aggregation.facts import Poll
+
+Memo = dict[int, Any]
+
+# Containers of a poll that consecutive polls share (``Poll.sharing``).
+_SHARED = frozenset(("members", "topics", "subtopologies", "brokers", "sidecar"))
+
+
+def freeze(polls: list[Poll]) -> list[tuple[object, ...]]:
+    memo: Memo = {}
+    convert = _converter(Poll, thaw=False)
+    return [convert(p, memo) for p in polls]
+
+
+def thaw(plain: list[tuple[object, ...]]) -> list[Poll]:
+    memo: Memo = {}
+    convert = _converter(Poll, thaw=True)
+    return [convert(p, memo) for p in plain]
+
+
+def _is_record(kind: object) -> bool:
+    return isinstance(kind, type) and issubclass(kind, tuple) and hasattr(kind, "_fields")
+
+
+def _nullable(kind: object) -> tuple[object, bool]:
+    if get_origin(kind) in (Union, types.UnionType):
+        options = [k for k in get_args(kind) if k is not type(None)]
+        if len(options) == 1:
+            return options[0], True
+    return kind, False
+
+
+def _flat(kind: object) -> bool:
+    """A record none of whose fields holds a record."""
+    if not _is_record(kind):
+        return False
+    hints = typing.get_type_hints(kind)
+    return all(
+        _expression(hints[f], "x", {}, thaw=False) is None
+        for f in kind._fields  # type: ignore[attr-defined]
+    )
+
+
+def _expression(kind: object, value: str, names: dict[str, object], thaw: bool) -> str | None:
+    """Python source converting ``value`` of type ``kind``; None when it holds no record."""
+    kind, nullable = _nullable(kind)
+    if _is_record(kind):
+        name = f"c_{kind.__name__}"  # type: ignore[attr-defined]
+        names[name] = _converter(kind, thaw=thaw)
+        inner = f"{name}({value}, memo)"
+    elif get_origin(kind) is tuple:
+        args = get_args(kind)
+        if len(args) == 2 and args[1] is Ellipsis:  # noqa: PLR2004 - tuple[X, ...]
+            if _flat(args[0]):  # a record type: it has a __name__
+                # Records of scalars (partitions, topics): converted by map, all in C.
+                name = f"make_{args[0].__name__}"
+                names[name] = functools.partial(tuple.__new__, args[0])
+                inner = f"tuple(map({name if thaw else 'tuple'}, {value}))"
+            else:
+                item = _expression(args[0], "x", names, thaw)
+                if item is None:
+                    return None
+                inner = f"tuple([{item} for x in {value}])"
+        else:
+            return None  # fixed tuples in facts hold scalars only
+    else:
+        return None
+    return f"(None if {value} is None else {inner})" if nullable else inner
+
+
+@cache
+def _converter(cls: type[NamedTuple], *, thaw: bool) -> Callable[[Any, Memo], Any]:
+    hints = typing.get_type_hints(cls)
+    names: dict[str, object] = {"new": tuple.__new__, "cls": cls}
+    fields = []
+    shared_lines = []
+    for i, field in enumerate(cls._fields):
+        expression = _expression(hints[field], f"o[{i}]", names, thaw)
+        if expression is None:
+            fields.append(f"o[{i}]")
+        elif cls is Poll and field in _SHARED:
+            # Shared with the poll before: converted once, by the identity of the part.
+            shared_lines.append(
+                f"    v{i} = memo.get(id(o[{i}]))\n"
+                f"    if v{i} is None:\n"
+                f"        v{i} = memo[id(o[{i}])] = {expression}\n"
+            )
+            fields.append(f"v{i}")
+        else:
+            fields.append(expression)
+    body = "".join(shared_lines)
+    built = f"({', '.join(fields)},)"
+    result = f"new(cls, {built})" if thaw else built
+    source = f"def convert(o, memo):\n{body}    return {result}\n"
+    exec(source, names)  # noqa: S102 - written here from the record's own field types
+    return typing.cast(Callable[[Any, Memo], Any], names["convert"])

@@ -1,0 +1,209 @@
+"""The agent's /metrics as bytes, built once per poll instead of at every scrape.
+
+At 1,000 groups x 20 partitions the exposition is about 100,000 series (11 MB of
+text); building it through prometheus_client at every scrape cost more CPU than
+polling the cluster. Here the families a poll changes (groups, partitions,
+Streams, the sidecar's view) are written as text when a poll is recorded and
+gzip-compressed as they are written (only the compressed text is kept: the
+plain one, held twice while a poll replaced it, was a fifth of the agent's
+memory); a scrape adds the few families that change between polls (poll
+counters, the sink's delivery, the ``__consumer_offsets`` readers), written
+fresh, in front. A scraper that does not accept gzip gets the body
+decompressed for it (Prometheus always accepts gzip).
+
+The text is the Prometheus text format 0.0.4, the same bytes prometheus_client's
+``generate_latest`` writes for ``AgentCollector`` (tests compare them): the same
+``AgentMetrics`` code makes the families, only the family objects differ.
+OpenMetrics is not offered; Prometheus and every scraper accept this format.
+A gzip answer is two gzip members (the fresh head, the cached body) one after
+the other, which gzip readers (Go's, Python's, curl's) read as one stream.
+"""
+
+import gzip
+import itertools
+import re
+import threading
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
+from typing import NamedTuple
+
+from prometheus_client.utils import floatToGoString
+
+from agent.exposition.agent_metrics import AgentMetrics, Family, LagGranularity
+from agent.exposition.agent_state import AgentState
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
+_GZIP_LEVEL = 1
+_PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's exponent starts at 1e6)
+
+
+_NEEDS_ESCAPE = re.compile(r'[\\\n"]')
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+_MINUS_INF = float("-inf")
+_GO_EXPONENT_FROM = 1e6  # floatToGoString writes positive numbers from here as Go does
+
+
+def _number(value: float) -> str:
+    if type(value) is int and -_PLAIN_INTEGERS <= value <= _PLAIN_INTEGERS:
+        return f"{value}.0"
+    if type(value) is float and _MINUS_INF < value < _GO_EXPONENT_FROM:
+        return repr(value)  # what floatToGoString returns for these (NaN fails the test)
+    return str(floatToGoString(value))  # type: ignore[no-untyped-call]
+
+
+class _LastLabels:
+    """The label text written last, by label names and values: a partition's lag, lag
+    in seconds and committed offset are three families with the same labels in turn."""
+
+    __slots__ = ("names", "text", "values")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.values: Sequence[str] = ()
+        self.text = ""
+
+
+class TextFamily:
+    """A metric family that writes its lines as samples are added, as UTF-8 bytes into
+    one buffer (not a list of 20,000 strings: those raised the agent's peak memory)."""
+
+    __slots__ = ("_last", "_names", "_pairs", "_pick", "_sample", "text")
+
+    def __init__(
+        self, name: str, documentation: str, labels: list[str], kind: str, last: _LastLabels
+    ) -> None:
+        self._sample = f"{name}_total" if kind == "counter" else name
+        help_text = documentation.replace("\\", r"\\").replace("\n", r"\n")
+        self.text = bytearray(
+            f"# HELP {self._sample} {help_text}\n# TYPE {self._sample} {kind}\n".encode()
+        )
+        # Labels in name order, as prometheus_client writes them.
+        order = sorted(range(len(labels)), key=lambda i: labels[i])
+        self._names = tuple(labels)
+        self._pick = itemgetter(*order) if len(order) > 1 else None
+        self._pairs = ",".join(f'{labels[i]}="{{}}"' for i in order)
+        self._last = last
+
+    def add_metric(self, labels: Sequence[str], value: float) -> None:
+        last = self._last
+        if last.names is self._names and last.values == labels:
+            text = last.text
+        elif not labels:
+            text = ""
+        else:
+            values = self._pick(labels) if self._pick is not None else (labels[0],)
+            if _NEEDS_ESCAPE.search("".join(values)):
+                values = tuple(_escape(v) for v in values)
+            text = "{" + self._pairs.format(*values) + "}"
+            # A copy: a caller may reuse its list with other values.
+            last.names, last.values, last.text = self._names, list(labels), text
+        self.text += f"{self._sample}{text} {_number(value)}\n".encode()
+
+
+class TextFamilies:
+    def __init__(self) -> None:
+        self._last = _LastLabels()
+
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> Family:
+        return TextFamily(name, documentation, labels, "gauge", self._last)
+
+    def counter(self, name: str, documentation: str, labels: list[str]) -> Family:
+        return TextFamily(name, documentation, labels, "counter", self._last)
+
+
+def _text(families: Iterable[Family]) -> bytes:
+    text = bytearray()
+    for family in families:
+        assert isinstance(family, TextFamily)  # noqa: S101 - TextFamilies makes only these
+        text += family.text
+    return bytes(text)
+
+
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of asking for a gzip member
+
+
+def _gzipped(families: Iterable[Family]) -> tuple[bytes, int]:
+    """The families' text as one gzip member, compressed family by family, and the
+    length of the text."""
+    packer = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
+    parts = []
+    size = 0
+    for family in families:
+        assert isinstance(family, TextFamily)  # noqa: S101 - TextFamilies makes only these
+        parts.append(packer.compress(family.text))
+        size += len(family.text)
+        family.text = bytearray()  # the family object may outlive this loop
+    parts.append(packer.flush())
+    return b"".join(parts), size
+
+
+_PLAIN_CHUNK = 256 * 1024
+
+
+def _unpacked(body: bytes) -> Iterator[bytes]:
+    """A gzip member's text in pieces (never the whole 11 MB at once)."""
+    unpacker = zlib.decompressobj(_GZIP_WBITS)
+    data = body
+    while data:
+        yield unpacker.decompress(data, _PLAIN_CHUNK)
+        data = unpacker.unconsumed_tail
+    rest = unpacker.flush()
+    if rest:
+        yield rest
+
+
+class Exposition(NamedTuple):
+    """One scrape's answer: its pieces, written one after the other, and their length."""
+
+    chunks: Iterable[bytes]
+    length: int
+    gzipped: bool
+
+
+class MetricsExposition:
+    """/metrics: ``update`` after each recorded poll, ``render`` at each scrape."""
+
+    def __init__(
+        self,
+        state: AgentState,
+        *,
+        agent_id: str,
+        mode: str,
+        lag_granularity: LagGranularity = "partition",
+    ) -> None:
+        self.state = state
+        self.agent_id, self.mode, self.lag_granularity = agent_id, mode, lag_granularity
+        self._lock = threading.Lock()
+        self._body = (b"", 0)  # gzip, and the length of the text
+        self.update()
+
+    def _metrics(self) -> AgentMetrics:
+        """Fresh families for one rendering (polls and scrapes run in parallel)."""
+        return AgentMetrics(
+            TextFamilies(),
+            agent_id=self.agent_id,
+            mode=self.mode,
+            lag_granularity=self.lag_granularity,
+        )
+
+    def update(self) -> None:
+        """Write the families a poll changes (call after ``AgentState.record``)."""
+        body = _gzipped(self._metrics().body(self.state.view()))
+        with self._lock:
+            self._body = body
+
+    def render(self, *, gzipped: bool) -> Exposition:
+        head = _text(self._metrics().head(self.state.view()))
+        with self._lock:
+            body, size = self._body
+        if not gzipped:
+            return Exposition(itertools.chain([head], _unpacked(body)), len(head) + size, False)
+        packed = gzip.compress(head, compresslevel=_GZIP_LEVEL, mtime=0)
+        return Exposition([packed, body], len(packed) + len(body), True)
