@@ -9,14 +9,16 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent import __version__, redaction
-from agent.errors import KsmonError
+from agent.errors import ConfigError, KsmonError
 from agent.logs import RedactSecrets
 
 if TYPE_CHECKING:
     from agent.config import Config
+    from agent.embedded.daemon import LocalBroker
+    from agent.embedded.kafka_tools import KafkaTool
 
 log = logging.getLogger("ksmon")
 
@@ -126,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.set_defaults(run=_demo)
 
-    kafka = commands.add_parser("kafka", help="a local single-node Kafka for trying ksmon out")
+    kafka = commands.add_parser(
+        "kafka", help="a local single-node Kafka for trying ksmon out, and Kafka's own tools"
+    )
     kafka_commands = kafka.add_subparsers(dest="kafka_command", required=True, metavar="ACTION")
     for name, run, text in (
         ("start", _kafka_start, "start a local broker in the background (or --foreground)"),
@@ -138,7 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
             "--data-dir",
             type=Path,
             default=None,
-            help="where the broker keeps its data (default: ~/.local/state/ksmon/kafka)",
+            help="where the broker keeps its data (default: ~/.local/state/ksmon/kafka)"
+            if name == "start"
+            else "the broker of this data dir (default: the broker `ksmon kafka start` "
+            "started, whatever its data dir)",
         )
         sub.set_defaults(run=run)
         if name == "start":
@@ -147,7 +154,34 @@ def build_parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--foreground", action="store_true", help="run in this terminal until Ctrl-C"
             )
+    _add_kafka_tool_parser(kafka_commands)
     return parser
+
+
+def _add_kafka_tool_parser(kafka_commands: "argparse._SubParsersAction[Any]") -> None:
+    from agent.embedded.kafka_tools import KAFKA_TOOLS  # noqa: PLC0415 - a table, no JVM
+
+    tool = kafka_commands.add_parser(
+        "tool",
+        help="run one of Kafka's own CLI tools (consumer-groups, topics, configs, ...)",
+        description="Run one of Kafka's own command-line tools from the Kafka ksmon cached "
+        "(its jars; no Kafka installation needed): `ksmon kafka tool consumer-groups ARGS` is "
+        "`kafka-consumer-groups.sh ARGS`. The arguments go to the tool unchanged, and ksmon "
+        "exits with the tool's exit code. When the tool talks to brokers, the arguments name "
+        "none (no --bootstrap-server) and one local broker of `ksmon kafka start` runs, ksmon "
+        "adds `--bootstrap-server <that broker>` and says so on stderr. KAFKA_HEAP_OPTS and "
+        "KAFKA_OPTS work as with Kafka's scripts.",
+        epilog="tools: " + ", ".join(t.name for t in KAFKA_TOOLS) + " (`--list` says what each "
+        "does; `ksmon kafka tool TOOL --help` prints the tool's own help)",
+    )
+    tool.add_argument("--list", action="store_true", help="list the tools and what each does")
+    tool.add_argument(
+        "name", nargs="?", metavar="TOOL", help="a tool's name: consumer-groups, topics, ..."
+    )
+    tool.add_argument(
+        "args", nargs=argparse.REMAINDER, metavar="ARGS", help="the tool's own arguments"
+    )
+    tool.set_defaults(run=_kafka_tool)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -282,7 +316,9 @@ def _explain(args: argparse.Namespace) -> int:
 def _data_dir(args: argparse.Namespace) -> Path:
     from agent.embedded import daemon  # noqa: PLC0415 - keep `ksmon --help` fast
 
-    return args.data_dir if args.data_dir is not None else daemon.default_data_dir()
+    # Absolute, so the broker's files and the registry name it whatever the cwd.
+    given: Path | None = args.data_dir
+    return given.expanduser().resolve() if given is not None else daemon.default_data_dir()
 
 
 def _kafka_start(args: argparse.Namespace) -> int:
@@ -298,22 +334,99 @@ def _kafka_start(args: argparse.Namespace) -> int:
 def _kafka_stop(args: argparse.Namespace) -> int:
     from agent.embedded import daemon  # noqa: PLC0415
 
-    stopped = daemon.stop(_data_dir(args))
-    print("Kafka stopped" if stopped else "Kafka was not running")
+    if args.data_dir is not None:
+        data_dir = _data_dir(args)
+    else:
+        running = daemon.running_brokers()
+        if not running:
+            print(f"Kafka was not running ({daemon.where_looked()})")
+            return 0
+        if len(running) > 1:
+            raise ConfigError(
+                f"{len(running)} local brokers run ({_brokers_listing(running)}); "
+                "say which to stop with --data-dir"
+            )
+        data_dir = running[0].data_dir
+    stopped = daemon.stop(data_dir)
+    if stopped is None:
+        print(f"Kafka was not running (looked in {data_dir})")
+    else:
+        print(f"Kafka stopped (it ran at {stopped.bootstrap_servers}, data dir {data_dir})")
     return 0
 
 
 def _kafka_status(args: argparse.Namespace) -> int:
     from agent.embedded import daemon  # noqa: PLC0415
 
-    current = daemon.status(_data_dir(args))
-    print(current.describe())
-    return 0 if current.running and current.answering else 1
+    if args.data_dir is not None:
+        statuses = [daemon.status(_data_dir(args))]
+    else:
+        statuses = [daemon.status_of(broker) for broker in daemon.running_brokers()]
+        if not statuses:
+            print(f"Kafka is not running ({daemon.where_looked()})")
+            return 1
+    for current in statuses:
+        print(current.describe())
+    return 0 if all(s.running and s.answering for s in statuses) else 1
+
+
+def _brokers_listing(brokers: "Sequence[LocalBroker]") -> str:
+    return ", ".join(f"{b.record.bootstrap_servers} from {b.data_dir}" for b in brokers)
+
+
+def _kafka_tool(args: argparse.Namespace) -> int:
+    from agent.embedded import kafka_tools  # noqa: PLC0415
+    from agent.embedded.kafka import fetch_kafka  # noqa: PLC0415
+
+    if args.list:
+        print(kafka_tools.tools_listing())
+        return 0
+    if args.name is None:
+        names = ", ".join(tool.name for tool in kafka_tools.KAFKA_TOOLS)
+        raise ConfigError(
+            f"name a Kafka tool: ksmon kafka tool TOOL [ARGS...]; known tools: {names}"
+        )
+    tool = kafka_tools.find_tool(args.name)
+    tool_args: list[str] = list(args.args)
+    if kafka_tools.lacks_bootstrap(tool, tool_args):
+        tool_args = _name_the_local_broker(tool, tool_args)
+    return _become(kafka_tools.tool_argv(fetch_kafka(), tool, tool_args))
+
+
+def _become(argv: list[str]) -> NoReturn:
+    """Replace ksmon with ``argv``, as Kafka's scripts `exec` java: the exit code, Ctrl-C
+    (the console consumer's way to stop) and stdin are the tool's own, nothing between."""
+    import os  # noqa: PLC0415
+
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execv(argv[0], argv)  # noqa: S606 - java with an argument list, never a shell
+
+
+def _name_the_local_broker(tool: "KafkaTool", tool_args: list[str]) -> list[str]:
+    """``tool_args`` naming the local broker when exactly one runs; otherwise unchanged,
+    with a line on stderr saying why (the tool then reports the missing option itself)."""
+    from agent.embedded import daemon  # noqa: PLC0415
+    from agent.embedded.kafka_tools import with_bootstrap  # noqa: PLC0415
+
+    option = tool.bootstrap_option
+    running = daemon.running_brokers()
+    if len(running) == 1:
+        bootstrap = running[0].record.bootstrap_servers
+        print(f"ksmon: no {option} given: using the local broker at {bootstrap}", file=sys.stderr)
+        return with_bootstrap(tool, tool_args, bootstrap)
+    if running:
+        why = f"{len(running)} local brokers run ({_brokers_listing(running)}); pass {option}"
+    else:
+        why = f"no local broker runs ({daemon.where_looked()})"
+    print(f"ksmon: no {option} given, and {why}", file=sys.stderr)
+    return tool_args
 
 
 def _run_broker_in_foreground(data_dir: Path, port: int | None, *, fresh: bool) -> int:
     import shutil  # noqa: PLC0415
 
+    from agent.embedded import daemon  # noqa: PLC0415
     from agent.embedded.kafka import EmbeddedKafka, fetch_kafka  # noqa: PLC0415
 
     if fresh:
@@ -321,14 +434,20 @@ def _run_broker_in_foreground(data_dir: Path, port: int | None, *, fresh: bool) 
     kafka = EmbeddedKafka(fetch_kafka(), data_dir, port=port)
     kafka.start()
     try:
+        # Findable like a detached one: `ksmon kafka status` and `tool` in another terminal.
+        daemon.remember(kafka)
         version, address = kafka.distribution.version, kafka.bootstrap_servers
         print(f"Kafka {version} is up at {address}; Ctrl-C stops it")
         while kafka.process.alive:
             time.sleep(1)
+        if kafka.process.returncode == 128 + signal.SIGTERM:  # the JVM's exit on SIGTERM
+            print("Kafka stopped (by `ksmon kafka stop` or another SIGTERM)")
+            return 0
         print(f"ksmon: error: the broker exited; see {kafka.log_path}", file=sys.stderr)
         return 1
     finally:
         kafka.stop()
+        daemon.forget(data_dir)
 
 
 def _demo(_args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from agent.config.tls_files import check_tls_files
 from agent.config.topologies import configured_topologies, configured_topology
 from agent.errors import ConfigError, KsmonError
 from agent.explain.findings import findings_for_group
+from agent.explain.history import group_history
 from agent.explain.report import GroupReport, build_report
 from agent.model import MemberInfo, Snapshot
 from agent.runner import AgentRunner, agent_identity
@@ -182,11 +183,15 @@ def poll_group(
 
 def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) -> GroupReport:
     """Two polls ``sample_seconds`` apart (rates need two points), explained, with the
-    aggregation job's open findings for the group when its findings topic can be read."""
+    group's recent generations from __consumer_offsets (a poll of an Empty group shows
+    none) and the aggregation job's open findings for the group when its findings topic
+    can be read."""
     # Spark-free modules of the job's package: the findings topic reader and its fold.
     from agent.aggregation.commands import open_findings  # noqa: PLC0415
 
     first, second = poll_group(target, group, polls=2, interval=sample_seconds)
+    # Read after the second poll: the generations then cover the whole sample.
+    history = group_history(target.cluster, second)
     findings, source = findings_for_group(
         partial(open_findings, target.config),
         _findings_topic(target.config),
@@ -194,7 +199,7 @@ def explain_group(target: SnapshotTarget, group: str, *, sample_seconds: float) 
         target.cluster.name if target.cluster_named else None,
     )
     topology, problem = configured_topology(target.config, target.cluster.name, group)
-    report = build_report(first, second, findings, source, topology)
+    report = build_report(first, second, findings, source, topology, history=history)
     return replace(report, problems=(*report.problems, problem)) if problem else report
 
 

@@ -142,7 +142,7 @@ class AgentRunner:
             return  # a poll that outlived the stop's grace: the sink is closed
         self.state.record(result)
         self.exposition.update()
-        for snapshot in result.snapshots:
+        for snapshot in (*result.snapshots, *result.departed):
             self.sink.send(snapshot.key, snapshot.to_json())
         if result.ok:
             log.debug(

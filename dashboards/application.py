@@ -651,9 +651,17 @@ def _sizing() -> Row:
                 "timeseries",
                 "Group metadata size",
                 "Bytes of member subscriptions and assignments the group coordinator stores "
-                "in one __consumer_offsets record (agent). Past the topic's max.message.bytes "
-                "the group cannot rebalance (assignment_size_risk warns from half of it).",
-                [Query(_by("group", "ksmon_group_metadata_bytes"), "metadata bytes")],
+                "in one __consumer_offsets record (agent), against the topic's "
+                "max.message.bytes: past it the group cannot rebalance "
+                "(assignment_size_risk warns from half of it).",
+                [
+                    Query(_by("group", "ksmon_group_metadata_bytes"), "metadata bytes"),
+                    # Per cluster, so without the application's matcher.
+                    Query(
+                        f"max({selector('ksmon_group_metadata_limit_bytes', CLUSTER)})",
+                        "max.message.bytes",
+                    ),
+                ],
                 unit="bytes",
                 minimum=0,
             ),

@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 _WATCHED_PROTOCOL_TYPES = {"consumer", "streams", ""}
 _CLASSIC_TYPES = {"classic", ""}
 _GROUP_ID_NOT_FOUND = 69  # DescribeGroups' answer for a group of another type
+# The state a coordinator reports for a group it does not hold (deleted, or expired).
+DEAD = "Dead"
+# How many polls a vanished group's deletion is asked about before it is let go (its
+# coordinator unreachable all along): bounds what the agent remembers.
+_DEPARTURE_POLLS = 30
 # ListOffsets errors that mean the leader kept for a partition is no longer its leader:
 # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
 # FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH.
@@ -95,6 +100,10 @@ class PollResult:
     error: str | None = None  # set when the cluster could not be polled at all
     requests: Counter[str] = field(default_factory=Counter)
     groups_listed: int = 0
+    # Groups watched before and gone now, their deletion confirmed by their coordinator:
+    # one last snapshot each (state Dead) for the sink, so the job closes their findings.
+    # Not in ``snapshots``: the agent's own metrics drop a deleted group at once.
+    departed: list[Snapshot] = field(default_factory=list)
     # Sidecar mode: reported even when the cluster could not be polled.
     sidecar: SidecarReport | None = None
 
@@ -144,6 +153,10 @@ class ClusterPoller:
         self.dating_rounds = 0  # ListOffsets-by-time rounds asked since start
         self._leaders: dict[str, TopicMetadata] = {}  # kept between metadata refreshes
         self._starts: dict[TopicPartitionKey, PartitionOffset] = {}  # ditto, earliest offsets
+        # Groups the last poll watched, and those gone from the listing whose deletion
+        # is not confirmed yet (with the polls left to confirm it).
+        self._watched: dict[str, ListedGroup] = {}
+        self._vanished: dict[str, tuple[ListedGroup, int]] = {}
 
     def poll(self) -> PollResult:
         self.sequence += 1
@@ -335,6 +348,61 @@ class ClusterPoller:
             topologies=self.topologies,
         )
         result.snapshots = build_snapshots(observation, self.history, now)
+        if self.sidecar is None:
+            result.departed = self._departures(observation, now)
+
+    def _departures(self, observation: PollObservation, now: float) -> list[Snapshot]:
+        """Dead snapshots for groups that left the listing and whose coordinator says
+        they are gone. A group merely missing from a listing (its coordinator's broker
+        down, so not listed) is asked again at the next polls, never declared gone."""
+        listed = {g.group_id: g for g in observation.groups}
+        for group_id, group in self._watched.items():
+            if group_id not in listed and group_id not in self._vanished:
+                self._vanished[group_id] = (group, _DEPARTURE_POLLS)
+        self._watched = listed
+        for group_id in [g for g in self._vanished if g in listed]:
+            del self._vanished[group_id]  # back (or never gone)
+        if not self._vanished:
+            return []
+        asked = [group for group, _ in self._vanished.values()]
+        coordinators, _ = self.edge.coordinators(g.group_id for g in asked)
+        described, consumer_groups, streams_groups = self._describe(asked, coordinators, [])
+        gone: list[ListedGroup] = []
+        for group in asked:
+            answers = (
+                described.get(group.group_id),
+                consumer_groups.get(group.group_id),
+                streams_groups.get(group.group_id),
+            )
+            if any(_says_gone(a) for a in answers) and not any(_says_held(a) for a in answers):
+                gone.append(replace(group, state=DEAD))
+                del self._vanished[group.group_id]
+                continue
+            _, polls_left = self._vanished[group.group_id]
+            if polls_left <= 1:
+                log.info(
+                    "group %s on cluster %s left the listing; its deletion was never "
+                    "confirmed by its coordinator and is no longer asked about",
+                    group.group_id,
+                    self.cluster,
+                )
+                del self._vanished[group.group_id]
+            else:
+                self._vanished[group.group_id] = (group, polls_left - 1)
+        if not gone:
+            return []
+        for group in gone:
+            log.info("group %s on cluster %s was deleted", group.group_id, self.cluster)
+        farewell = replace(
+            observation,
+            groups=gone,
+            described={},
+            consumer_groups={},
+            streams_groups={},
+            offsets={},
+            rebalances={},
+        )
+        return build_snapshots(farewell, self.history, now)
 
     def _topic_leaders(
         self,
@@ -586,6 +654,25 @@ class ClusterPoller:
                     if not isinstance(decoded, DecodeError):
                         topics.update(tp.topic for tp in decoded.partitions)
         return topics
+
+
+def _says_gone(
+    answer: DescribedGroup | ConsumerGroupDescription | StreamsGroupDescription | None,
+) -> bool:
+    """A coordinator's answer that it holds no such group (classic: state Dead;
+    KIP-848 and KIP-1071 describes: GROUP_ID_NOT_FOUND)."""
+    if answer is None:
+        return False
+    return answer.error_code == _GROUP_ID_NOT_FOUND or (
+        not answer.error_code and answer.state == DEAD
+    )
+
+
+def _says_held(
+    answer: DescribedGroup | ConsumerGroupDescription | StreamsGroupDescription | None,
+) -> bool:
+    """A coordinator's answer that the group exists (under any of the APIs asked)."""
+    return answer is not None and not answer.error_code and answer.state not in ("", DEAD)
 
 
 def _by_coordinator(group_ids: Iterable[str], coordinators: dict[str, int]) -> dict[int, list[str]]:

@@ -441,7 +441,7 @@ def _read_aggregation(
         )
     return AggregationConfig(
         listen=s.host_port("listen"),
-        checkpoint_dir=s.optional_path("checkpoint_dir"),
+        checkpoint_dir=_checkpoint_dir(s),
         trigger_interval=trigger_interval,
         buckets=s.integer("buckets", minimum=1, maximum=65_536),
         input=job_input,
@@ -483,6 +483,21 @@ def _read_input(s: Section, clusters: tuple[ClusterConfig, ...], sink: SinkConfi
 
 def _input_type_of(sink: SinkConfig) -> InputType:
     return "spool" if sink.type == "spool" else "kafka"
+
+
+def _checkpoint_dir(s: Section) -> Path | None:
+    """A filesystem path: the driver writes its ledger there with plain file operations,
+    so an object-store URI would silently become a relative local directory."""
+    path = s.optional_path("checkpoint_dir")
+    uri = re.match(r"([A-Za-z][A-Za-z0-9+.-]+):/", str(path)) if path is not None else None
+    if uri is not None:
+        raise s.fail(
+            "checkpoint_dir",
+            f"must be a filesystem path (a volume mounted on the driver and on every "
+            f"executor), got a {uri.group(1)}:// URI: object storage is not supported "
+            f"(docs/deploy.md)",
+        )
+    return path
 
 
 def _read_findings(

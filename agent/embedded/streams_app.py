@@ -25,8 +25,6 @@ from agent.errors import SetupError
 
 FIXTURE_SOURCES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "streams-app"
 MAIN_CLASS = "dev.ksmon.fixture.FixtureApp"
-# Kafka's own consumer-group CLI (kafka-consumer-groups.sh), an oracle for lag and members.
-CONSUMER_GROUP_COMMAND_CLASS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
 
 # A Kafka Streams 3.x for the fixture app, where a test needs 3.x behaviour: metric
 # names without client-state and thread-state, and tasks that keep .checkpoint

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from agent.errors import KsmonError
 from agent.explain.report import FindingLine
 from agent.model.findings import Finding
+from agent.streams.client_id import parse_stream_thread_client_id
 
 EVIDENCE_CHARS = 240  # one terminal line or two; the full evidence is in ``ksmon findings --json``
 
@@ -43,7 +44,23 @@ def finding_line(finding: Finding) -> FindingLine:
         since=finding.since,
         explanation=finding.explanation,
         evidence=_compact(finding.evidence),
+        stream_thread_client=first_stream_thread_client(finding.evidence),
     )
+
+
+def first_stream_thread_client(evidence: object) -> str | None:
+    """The first Kafka Streams stream thread client id anywhere in ``evidence`` (member
+    lists name their clients), looked for in the whole of it: the line shows a cut."""
+    if isinstance(evidence, str):
+        return evidence if parse_stream_thread_client_id(evidence) is not None else None
+    if isinstance(evidence, dict):
+        evidence = list(evidence.values())
+    if isinstance(evidence, list | tuple):
+        for item in evidence:
+            found = first_stream_thread_client(item)
+            if found is not None:
+                return found
+    return None
 
 
 def _compact(evidence: object) -> str:

@@ -8,17 +8,31 @@ from agent.explain.report import (
     GroupReport,
     InstanceLine,
     PartitionLine,
+    RebalanceLine,
     SubtopologyLine,
     TaskLine,
 )
 from agent.terminal import table
 
+# A loop stores a generation every few seconds: the text shows the newest, --json all.
+REBALANCES_SHOWN = 20
+
 
 def render_report(report: GroupReport) -> str:
-    lines = [_headline(report), ""]
+    lines = [_headline(report), *_situation(report), ""]
     lines += _findings(report)
+    # In trouble, the rebalances are part of what is wrong: right after the findings.
+    in_trouble = report.condition is not None
+    if in_trouble:
+        lines += [*_rebalances(report), ""]
+    footnoted: set[str] = set()
     if report.instances:
-        lines += ["INSTANCES (by load)", *_instances(report.instances), ""]
+        lines += ["INSTANCES (by load)", *_instances(report.instances)]
+        task_partitions = [
+            p for i in report.instances for t in i.threads for k in t.tasks for p in k.partitions
+        ]
+        lines += _lag_footnotes(task_partitions, footnoted)
+        lines.append("")
     if report.other_members:
         title = "MEMBERS" if not report.is_streams else "MEMBERS WITHOUT KAFKA STREAMS DATA"
         lines += [title, *(f"  {m}" for m in report.other_members), ""]
@@ -28,7 +42,14 @@ def render_report(report: GroupReport) -> str:
         lines += [_TOPOLOGY_TITLE[report.topology_source or "broker"]]
         lines += [f"  {_subtopology(s)}" for s in report.topology] + [""]
     if report.partitions:
-        lines += ["PARTITIONS", *_partitions(report.partitions), ""]
+        lines += ["PARTITIONS", *_partitions(report.partitions)]
+        lines += [*_lag_footnotes(report.partitions, footnoted), ""]
+    else:
+        lines += [
+            "PARTITIONS: none known: the group has committed no offsets, and no member "
+            "holds an assignment at this instant",
+            "",
+        ]
     if report.internal_topics:
         rows = [("  TOPIC", "KIND", "PARTITIONS", "CLEANUP", "SIZE")]
         rows += [
@@ -42,13 +63,8 @@ def render_report(report: GroupReport) -> str:
             for t in report.internal_topics
         ]
         lines += ["INTERNAL TOPICS", *table(rows), ""]
-    if report.rebalances:
-        lines.append("REBALANCES (generations from __consumer_offsets)")
-        lines += [
-            f"  generation {r.generation} at {_clock(r.at)}, {r.member_count} members"
-            for r in report.rebalances
-        ]
-        lines.append("")
+    if not in_trouble:
+        lines += [*_rebalances(report), ""]
     if report.problems:
         lines += ["PROBLEMS WHILE POLLING", *(f"  {p}" for p in report.problems), ""]
     return "\n".join(lines).rstrip() + "\n"
@@ -59,13 +75,62 @@ def _headline(report: GroupReport) -> str:
     parts = [f"{report.group} on cluster {report.cluster}: {kind}, {report.state}"]
     if report.generation is not None:
         parts.append(f"generation {report.generation}")
-    if report.is_streams:
+    if not report.members:
+        parts.append("no members at this instant")
+    elif report.is_streams:
         threads = sum(len(i.threads) for i in report.instances)
         parts.append(f"{len(report.instances)} instances, {threads} stream threads")
     else:
         parts.append(f"{report.members} members")
     parts.append(f"rates over {report.sampled_seconds:.1f} s")
     return ", ".join(parts)
+
+
+def _situation(report: GroupReport) -> list[str]:
+    """Under the headline: what state the group is in when it is not simply running."""
+    lines = []
+    if report.condition is not None:
+        lines.append(report.condition)
+    last = report.last_members
+    if last is not None:
+        generation = f"generation {last.generation}, " if last.generation is not None else ""
+        instances = f" of {_count(last.instances, 'instance')}" if last.instances else ""
+        lines.append(
+            f"Last members: {_count(last.members, 'member')}{instances} at {generation}"
+            f"{_clock(last.at)} (from {last.source})"
+        )
+    if report.streams_evidence is not None:
+        lines.append(f"Why a Kafka Streams application: {report.streams_evidence}")
+    return lines
+
+
+def _rebalances(report: GroupReport) -> list[str]:
+    """The generations stored recently, or why they are unknown: never silently none."""
+    if not report.rebalances:
+        lines = [f"RECENT REBALANCES: {report.rebalances_note}"]
+    else:
+        lines = [f"RECENT REBALANCES ({report.rebalances_note})"]
+        shown = report.rebalances[-REBALANCES_SHOWN:]
+        if len(report.rebalances) > len(shown):
+            earlier = len(report.rebalances) - len(shown)
+            lines.append(f"  ... {earlier} earlier generations (--json lists them)")
+        lines += [f"  {_rebalance(r)}" for r in shown]
+    if report.sample_changes:
+        lines.append(f"  during the sample: {'; '.join(report.sample_changes)}")
+    return lines
+
+
+def _rebalance(r: RebalanceLine) -> str:
+    text = f"generation {r.generation} at {_clock(r.at)}, {_count(r.member_count, 'member')}"
+    if r.instances is not None:
+        text += f" of {_count(r.instances, 'instance')}"
+    if r.protocol is not None:
+        text += f", assignor {r.protocol}"
+    if r.member_count == 0:
+        text += " (Empty)"
+    if r.during_sample:
+        text += " (during the sample)"
+    return text
 
 
 def _findings(report: GroupReport) -> list[str]:
@@ -156,8 +221,7 @@ def _instances(instances: Sequence[InstanceLine]) -> list[str]:
 
 def _task(task: TaskLine) -> str:
     partitions = ", ".join(
-        f"{p.topic}-{p.partition} {_rate(p.records_per_second)} lag {_lag(p)}"
-        for p in task.partitions
+        f"{p.topic}-{p.partition} {_rate(p.records_per_second)} {_lag(p)}" for p in task.partitions
     )
     return f"{task.task}: {partitions}" if partitions else task.task
 
@@ -177,7 +241,7 @@ def _partitions(partitions: Iterable[PartitionLine]) -> list[str]:
             _rate(p.records_per_second),
             _number(p.committed_offset),
             _number(p.log_end_offset),
-            _number(p.lag),
+            _lag_count(p),
             _lag_seconds(p),
         )
         for p in partitions
@@ -197,13 +261,43 @@ def _lag_seconds(p: PartitionLine) -> str:
     return f">={p.lag_seconds:.1f}" if p.lag_seconds_lower_bound else f"{p.lag_seconds:.1f}"
 
 
-def _lag(p: PartitionLine) -> str:
-    if p.lag is None:
-        return "?"
-    if p.lag_seconds is None:
+def _lag_count(p: PartitionLine) -> str:
+    """The lag in records; "idle" or "?" (footnoted) when it cannot be measured."""
+    if p.lag is not None:
         return str(p.lag)
+    return "idle" if p.idle else "?"
+
+
+def _lag_footnotes(partitions: Iterable[PartitionLine], shown: set[str]) -> list[str]:
+    """Why lags read "idle" or "?", once each (``shown``: the reasons given already)."""
+    by_reason: dict[str, list[str]] = {}
+    for p in partitions:
+        if p.lag is None and p.lag_unknown is not None:
+            mark = "idle" if p.idle else "?"
+            by_reason.setdefault(f"{mark} : {p.lag_unknown}", []).append(f"{p.topic}-{p.partition}")
+    lines = []
+    for reason, names in by_reason.items():
+        if reason in shown:
+            continue
+        shown.add(reason)
+        unique = sorted(set(names))
+        more = f" and {len(unique) - 3} more" if len(unique) > 3 else ""  # noqa: PLR2004
+        lines.append(f"  {reason} ({', '.join(unique[:3])}{more})")
+    return lines
+
+
+def _lag(p: PartitionLine) -> str:
+    """ "lag 10 (1.5 s)", "lag 0", "idle", or "lag ?" (footnoted)."""
+    if p.lag is None:
+        return "idle" if p.idle else "lag ?"
+    if p.lag_seconds is None:
+        return f"lag {p.lag}"
     at_least = "at least " if p.lag_seconds_lower_bound else ""
-    return f"{p.lag} ({at_least}{p.lag_seconds:.1f} s)"
+    return f"lag {p.lag} ({at_least}{p.lag_seconds:.1f} s)"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _rate(rate: float | None) -> str:

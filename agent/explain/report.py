@@ -8,6 +8,11 @@ a rendering of the same tree.
 Rates are log-end-offset growth between the two polls; load is the sum of the
 rates of the input partitions of the active tasks an instance or thread holds
 (the definitions of ``docs/detectors.md``).
+
+Generations and rebalances come from the group's records in ``__consumer_offsets``
+(``agent.explain.history``): a poll of an Empty group shows neither its members nor
+its generation, and a looping Kafka Streams app is Empty between its rebalances.
+Whatever cannot be known is said, with the reason, rather than left empty.
 """
 
 from collections import defaultdict
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agent.explain.balance import balance
+from agent.explain.history import OFFSETS_TOPIC, GroupHistory
 from agent.model import MemberInfo, PartitionInfo, Snapshot, StreamsMemberInfo
 from agent.streams.internal_topics import changelog_store_name
 from agent.streams.topology import TopologyDescription
@@ -31,6 +37,10 @@ class PartitionLine:
     log_end_offset: int | None
     # lag_seconds is only a lower bound (the record is older than anything datable).
     lag_seconds_lower_bound: bool = False
+    # No records arrived during the sample (its rate is 0).
+    idle: bool = False
+    # Why lag is None; None when the lag is known.
+    lag_unknown: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +83,25 @@ class InternalTopicLine:
 
 @dataclass(frozen=True, slots=True)
 class RebalanceLine:
+    """A generation as the coordinator stored it: when a rebalance ended."""
+
     generation: int
     at: float
     member_count: int
+    protocol: str | None = None  # the assignor chosen: "stream" for Kafka Streams; None if Empty
+    instances: int | None = None  # Kafka Streams process ids among the members, when known
+    during_sample: bool = False  # stored between the sample's two polls
+
+
+@dataclass(frozen=True, slots=True)
+class MembersSeenLine:
+    """The group's most recent members, shown when it has none at this instant."""
+
+    generation: int | None
+    at: float
+    members: int
+    instances: int  # Kafka Streams process ids among them (0: none decoded)
+    source: str  # where they were seen
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +153,9 @@ class FindingLine:
     since: float | None
     explanation: str
     evidence: str = ""  # the detector's numbers, as compact JSON text
+    # A Kafka Streams stream thread's client id the evidence names: the group is a Kafka
+    # Streams app even when no poll shows a member (explain's headline says so).
+    stream_thread_client: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +182,17 @@ class GroupReport:
     # "broker" (a KIP-1071 group's own) or "config" (a configured describe() text).
     topology_source: str | None = None
     advice: AdviceLine | None = None
+    # How the group is known to be a Kafka Streams application when this poll cannot
+    # tell (no members, no Streams commits): its recent members, or the job's findings.
+    streams_evidence: str | None = None
+    # One line on the group's condition when it is not simply running (a loop, a
+    # rebalance, no members at this instant); None when it is.
+    condition: str | None = None
+    last_members: MembersSeenLine | None = None  # when it has no members at this instant
+    # Where the generation and the rebalances come from and what they cover, or why
+    # they are unknown or incomplete.
+    rebalances_note: str = ""
+    sample_changes: tuple[str, ...] = ()  # what changed between the sample's two polls
 
 
 def partition_rates(first: Snapshot, second: Snapshot) -> dict[tuple[str, int], float]:
@@ -175,9 +215,12 @@ def build_report(
     findings: Sequence[FindingLine] | None = None,
     findings_source: str | None = None,
     topology: TopologyDescription | None = None,
+    *,
+    history: GroupHistory | None = None,
 ) -> GroupReport:
     """The report on ``second``'s group; ``first`` is the earlier poll used for rates;
-    ``topology``: the application's configured describe() text, parsed."""
+    ``topology``: the application's configured describe() text, parsed; ``history``:
+    the group's recent generations from __consumer_offsets (None: not read)."""
     rates = partition_rates(first, second)
     partitions = {
         (p.topic, p.partition): _partition_line(p, rates.get((p.topic, p.partition)))
@@ -201,13 +244,17 @@ def build_report(
         for m in second.members
         for d in m.decode_errors
     ]
+    rebalances = _rebalances(first, second, history)
+    last_members = _last_members(first, second, history)
+    streams_evidence = _streams_evidence(first, second, history, findings)
+    is_streams = second.group.is_streams or streams_evidence is not None
     return GroupReport(
         cluster=second.cluster,
         group=second.group.group_id,
         state=second.group.state,
         group_type=second.group.group_type,
-        is_streams=second.group.is_streams,
-        generation=second.group.generation,
+        is_streams=is_streams,
+        generation=_generation(second, history),
         sampled_seconds=second.poll.started_at - first.poll.started_at,
         members=len(second.members),
         instances=tuple(sorted(instances, key=lambda i: -i.load_records_per_second)),
@@ -218,10 +265,7 @@ def build_report(
             for t in second.topics
             if t.internal_kind is not None
         ),
-        rebalances=tuple(
-            RebalanceLine(r.generation, r.at, r.member_count)
-            for r in sorted((*first.rebalances, *second.rebalances), key=lambda r: r.at)
-        ),
+        rebalances=rebalances,
         findings=None if findings is None else tuple(findings),
         findings_source=findings_source,
         problems=tuple(problems),
@@ -230,7 +274,241 @@ def build_report(
         topology_source=(
             "config" if topology is not None else "broker" if second.subtopologies else None
         ),
+        streams_evidence=streams_evidence,
+        condition=_condition(second, is_streams, rebalances, findings),
+        last_members=last_members,
+        rebalances_note=_rebalances_note(second, history, rebalances),
+        sample_changes=_sample_changes(first, second),
     )
+
+
+# Generations within the look-back that make a group not Stable now "rebalancing
+# repeatedly" (the rebalance_loop rule's default loop_events). explain states the
+# count; telling a loop from restarts and scaling is the job's (its finding).
+CHURN_GENERATIONS = 4
+REBALANCING_STATES = frozenset(
+    {"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
+)
+# Finding kinds only Kafka Streams applications get: one open says what the group is.
+STREAMS_ONLY_KINDS = frozenset(
+    {
+        "stream_threads_dead",
+        "restore_stalled",
+        "threads_fewer_than_tasks",
+        "idle_members",
+        "internal_topic_budget",
+        "copartition_mismatch",
+        "state_store_footprint",
+    }
+)
+
+
+def _generation(second: Snapshot, history: GroupHistory | None) -> int | None:
+    """The poll's (an agent tailing __consumer_offsets), else the newest stored one read
+    to the partition's end, else a KIP-848/KIP-1071 group's epoch."""
+    if second.group.generation is not None:
+        return second.group.generation
+    if history is not None and history.generations and history.complete:
+        return history.generations[-1].generation
+    return second.group.group_epoch
+
+
+def _rebalances(
+    first: Snapshot, second: Snapshot, history: GroupHistory | None
+) -> tuple[RebalanceLine, ...]:
+    """One line per generation, oldest first: the history read and the events the
+    snapshots carry (an agent's tail), the history's where both know one."""
+    started, ended = first.poll.started_at, second.poll.started_at
+    lines: dict[int, RebalanceLine] = {}
+    for event in (*first.rebalances, *second.rebalances):
+        lines[event.generation] = RebalanceLine(
+            event.generation,
+            event.at,
+            event.member_count,
+            protocol=event.protocol,
+            during_sample=started <= event.at <= ended,
+        )
+    for seen in history.generations if history is not None else ():
+        lines[seen.generation] = RebalanceLine(
+            seen.generation,
+            seen.at,
+            seen.members,
+            protocol=seen.protocol,
+            instances=len(seen.streams_processes) if seen.streams_processes else None,
+            during_sample=started <= seen.at <= ended,
+        )
+    return tuple(sorted(lines.values(), key=lambda r: (r.at, r.generation)))
+
+
+def _last_members(
+    first: Snapshot, second: Snapshot, history: GroupHistory | None
+) -> MembersSeenLine | None:
+    """Who was in the group last, when nobody is at this instant."""
+    if second.members:
+        return None
+    seen: list[MembersSeenLine] = [
+        MembersSeenLine(
+            g.generation,
+            g.at,
+            g.members,
+            len(g.streams_processes),
+            f"{OFFSETS_TOPIC}, the generation's record",
+        )
+        for g in (history.generations if history is not None else ())
+        if g.members
+    ]
+    if first.members:
+        processes = {m.streams.process_id for m in first.members if m.streams is not None}
+        seen.append(
+            MembersSeenLine(
+                first.group.generation,
+                first.poll.started_at,
+                len(first.members),
+                len(processes - {""}),
+                "the sample's first poll",
+            )
+        )
+    return max(seen, key=lambda m: m.at, default=None)
+
+
+def _streams_evidence(
+    first: Snapshot,
+    second: Snapshot,
+    history: GroupHistory | None,
+    findings: Sequence[FindingLine] | None,
+) -> str | None:
+    """Why the group is a Kafka Streams application although this poll does not show
+    it (an Empty group that never committed shows neither members nor Streams commits)."""
+    if second.group.is_streams:
+        return None  # the poll itself shows it: no need to argue
+    if first.group.is_streams:
+        return "the sample's first poll saw it as one (Kafka Streams members or commits)"
+    streams_generations = [
+        g for g in (history.generations if history is not None else ()) if g.is_streams
+    ]
+    if streams_generations:
+        newest = streams_generations[-1]
+        return (
+            f"its members at generation {newest.generation} were Kafka Streams stream threads "
+            f"({newest.stream_threads} of {newest.members}, assignor {newest.protocol or '-'}; "
+            f"from {OFFSETS_TOPIC})"
+        )
+    for finding in findings or ():
+        if finding.kind in STREAMS_ONLY_KINDS:
+            return f"the aggregation job's open {finding.kind} finding (Kafka Streams apps only)"
+        if finding.stream_thread_client is not None:
+            return (
+                f"the aggregation job's open {finding.kind} finding names its stream thread "
+                f"{finding.stream_thread_client}"
+            )
+    return None
+
+
+def _condition(
+    second: Snapshot,
+    is_streams: bool,
+    rebalances: Sequence[RebalanceLine],
+    findings: Sequence[FindingLine] | None,
+) -> str | None:
+    """One line for a group that is not simply running; None for one that is."""
+    kinds = {f.kind for f in findings or ()}
+    what = "Kafka Streams app" if is_streams else "consumer group"
+    state = second.group.state
+    churn = _churn(rebalances)
+    if not second.members:
+        now = "no members at this instant"
+    elif state in REBALANCING_STATES:
+        now = f"{state} at this instant"
+    else:
+        count = len(second.members)
+        now = f"{state} at this instant, {count} member{'s' if count != 1 else ''}"
+    many = len(rebalances) >= CHURN_GENERATIONS
+    if "rebalance_loop" in kinds:
+        doing = "in a rebalance loop (the aggregation job's rebalance_loop finding)"
+    elif many and (state in REBALANCING_STATES or not second.members):
+        doing = "rebalancing repeatedly"
+    elif state in REBALANCING_STATES:
+        doing = "rebalancing"
+    elif not second.members:
+        doing = "not running"
+    elif many:
+        # Stable now, but a loop is Stable between its rebalances too: the facts, no verdict.
+        doing = "rebalanced often"
+    else:
+        return None
+    return f"{what}, {doing}" + (f": {churn}" if churn else "") + f"; {now}"
+
+
+def _churn(rebalances: Sequence[RebalanceLine]) -> str | None:
+    """ "13 generations in 7 min": the generations stored and the time they spanned."""
+    if len(rebalances) < 2:  # noqa: PLR2004 - one generation spans no time
+        return None
+    span = rebalances[-1].at - rebalances[0].at
+    return f"{len(rebalances)} generations in {duration(span)}"
+
+
+def duration(seconds: float) -> str:
+    """A span for people: "45 s", "7 min", "1.5 h"."""
+    if seconds < _SECONDS_SHOWN_UP_TO:
+        return f"{seconds:.0f} s"
+    if seconds < _MINUTES_SHOWN_UP_TO * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+_SECONDS_SHOWN_UP_TO = 90  # "75 s" reads better than "1 min"; "2 min" better than "120 s"
+_MINUTES_SHOWN_UP_TO = 90
+
+
+def _rebalances_note(
+    second: Snapshot, history: GroupHistory | None, rebalances: Sequence[RebalanceLine]
+) -> str:
+    """Where the generation and rebalances come from, or why they are unknown."""
+    if history is None:
+        if rebalances:
+            return f"from the agent's {OFFSETS_TOPIC} reader"
+        return f"unknown: {OFFSETS_TOPIC}, where the coordinator stores them, was not read"
+    if history.problem is not None:
+        epochs = second.group
+        if epochs.group_epoch is not None:
+            return (
+                f"{history.problem} (group epoch {epochs.group_epoch}, assignment epoch "
+                f"{epochs.assignment_epoch if epochs.assignment_epoch is not None else '-'})"
+            )
+        return history.problem
+    window = duration((history.until or 0.0) - (history.since or 0.0))
+    where = f"{OFFSETS_TOPIC} partition {history.partition}"
+    if history.generations:
+        note = f"the generations stored in the last {window}, from {where}"
+    else:
+        note = f"none stored in the last {window}: {where} holds no record of the group since"
+        if second.group.generation is None:
+            note += "; the generation is stored only when it changes, so it is unknown"
+    if not history.complete:
+        note += (
+            "; the read stopped at its time budget before the partition's end: "
+            "later generations are missing and the generation is unknown"
+        )
+    if history.deleted_at is not None:
+        note += "; the group was deleted within the window (a tombstone)"
+    return note
+
+
+def _sample_changes(first: Snapshot, second: Snapshot) -> tuple[str, ...]:
+    """What the sample's two polls saw change: a rebalance between them, or one under way."""
+    changes = []
+    a, b = first.group, second.group
+    if a.state != b.state:
+        changes.append(f"state {a.state} -> {b.state}")
+    if a.generation is not None and b.generation is not None and a.generation != b.generation:
+        changes.append(f"generation {a.generation} -> {b.generation}")
+    if a.group_epoch is not None and b.group_epoch is not None and a.group_epoch != b.group_epoch:
+        changes.append(f"group epoch {a.group_epoch} -> {b.group_epoch}")
+    before = {m.member_id for m in first.members}
+    after = {m.member_id for m in second.members}
+    if before != after:
+        changes.append(f"member ids: {len(before - after)} left, {len(after - before)} joined")
+    return tuple(changes)
 
 
 def _advice(instances: Sequence[InstanceLine]) -> AdviceLine | None:
@@ -322,16 +600,50 @@ def _store_of(application_id: str, changelog: str) -> str:
 
 
 def _partition_line(p: PartitionInfo, rate: float | None) -> PartitionLine:
+    lag, unknown = (p.lag, None) if p.lag is not None else _unmeasured_lag(p, rate)
     return PartitionLine(
         topic=p.topic,
         partition=p.partition,
         records_per_second=rate,
-        lag=p.lag,
+        lag=lag,
         lag_seconds=p.lag_seconds,
         committed_offset=p.committed_offset,
         log_end_offset=p.log_end_offset,
         lag_seconds_lower_bound=p.lag_seconds_lower_bound,
+        idle=rate == 0.0,
+        lag_unknown=unknown,
     )
+
+
+# Why a partition's lag is unknown (shown as footnotes under "?" and "idle").
+NO_LOG_END = "the broker gave no log-end offset for it in this poll (see the problems below)"
+NO_COMMIT_IDLE = (
+    "no records arrived during the sample, and the group has committed no offset for it "
+    "(Kafka Streams commits only partitions it has processed records from)"
+)
+NO_COMMIT_WHILE_RECORDS_ARRIVE = (
+    "records arrive but the group has committed no offset for it: no member has finished "
+    "processing a batch from it yet (just assigned, or overrunning max.poll.interval.ms)"
+)
+NO_COMMIT_SEEN_ONCE = (
+    "the group has committed no offset for it, and it was seen in one poll only (no rate)"
+)
+NOT_POLLED = "not among the poll's partitions (no committed offset, no member assigned it)"
+
+
+def _unmeasured_lag(p: PartitionInfo, rate: float | None) -> tuple[int | None, str | None]:
+    """A lag the poll could not compute (an offset missing): 0 where that is still a fact
+    (an empty partition), else None and the reason."""
+    if p.log_end_offset is None:
+        return None, NO_LOG_END
+    empty = p.log_end_offset == (p.log_start_offset if p.log_start_offset is not None else 0)
+    if empty:
+        return 0, None  # no records to be behind on, committed or not
+    if rate == 0.0:
+        return None, NO_COMMIT_IDLE
+    if rate is None:
+        return None, NO_COMMIT_SEEN_ONCE
+    return None, NO_COMMIT_WHILE_RECORDS_ARRIVE
 
 
 def _instances(
@@ -376,7 +688,9 @@ def _thread(
         for task in task_list:
             lines = tuple(
                 partitions.get((tp.topic, tp.partition))
-                or PartitionLine(tp.topic, tp.partition, None, None, None, None, None)
+                or PartitionLine(
+                    tp.topic, tp.partition, None, None, None, None, None, lag_unknown=NOT_POLLED
+                )
                 for tp in task.partitions
             )
             known = [p.records_per_second for p in lines if p.records_per_second is not None]

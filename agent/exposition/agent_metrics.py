@@ -248,11 +248,21 @@ def _groups(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
         "Bytes of member subscriptions and assignments the coordinator stores for the group.",
         ["kafka_cluster", "group"],
     )
+    # Per cluster, not per group: every group's record must fit the same topic's limit,
+    # and one series per cluster joins every group's (many-to-one, on the rest).
+    metadata_limit = make.gauge(
+        "ksmon_group_metadata_limit_bytes",
+        "The size a group's metadata record must fit in, per cluster: __consumer_offsets' "
+        "max.message.bytes (KAFKA-7149). The share a group uses: ksmon_group_metadata_bytes "
+        "/ ignoring (group) group_left ksmon_group_metadata_limit_bytes.",
+        ["kafka_cluster"],
+    )
     decode_errors = make.gauge(
         "ksmon_group_decode_errors",
         "Member metadata blobs in the last poll that did not decode.",
         ["kafka_cluster", "group"],
     )
+    limits: dict[str, int] = {}
     for s in snapshots:
         g = s.group
         key = [s.cluster, g.group_id]
@@ -281,9 +291,14 @@ def _groups(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
         metadata_bytes.add_metric(
             key, sum(m.subscription_bytes + m.assignment_bytes for m in s.members)
         )
+        limit = s.cluster_facts.offsets_topic_max_message_bytes
+        if limit is not None:
+            limits.setdefault(s.cluster, limit)  # one poll's snapshots share the cluster's
         decode_errors.add_metric(key, sum(len(m.decode_errors) for m in s.members))
+    for cluster, limit in limits.items():
+        metadata_limit.add_metric([cluster], limit)
     yield from (info, state, members, lag, lag_seconds, generation, epoch)
-    yield from (metadata_bytes, decode_errors)
+    yield from (metadata_bytes, metadata_limit, decode_errors)
 
 
 def _partitions(
@@ -539,7 +554,9 @@ def _sidecar(make: FamilyMaker, clusters: Iterable[ClusterStatus]) -> Iterator[F
     )
     client_state = make.gauge(
         "ksmon_sidecar_client_state",
-        "The app's current KafkaStreams state (Kafka Streams 4.0+), always 1.",
+        "The app's current KafkaStreams state, always 1: its client-state (Kafka Streams "
+        "4.0+), or, once the client closed and removed its metrics while the JVM runs on, "
+        "ERROR (NOT_RUNNING if a scrape saw it shut down on request), which no metric says.",
         [*key, "state"],
     )
     alive = make.gauge(

@@ -337,7 +337,8 @@ class SidecarInfo:
     matched_by: str | None = None
     # Kafka Streams' metrics, seen earlier in this JVM, are gone: the client was
     # closed (cleanly or to ERROR), so no stream thread runs (alive_stream_threads
-    # is 0) and client_state, unknowable then, is None.
+    # is 0). client_state is then inferred: NOT_RUNNING after a PENDING_SHUTDOWN was
+    # seen, else ERROR (the metrics are removed before the final state is set).
     client_closed: bool = False
     # metrics.recording.level (4.0+): restored_records_total is counted at DEBUG only.
     recording_level: str | None = None

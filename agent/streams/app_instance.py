@@ -12,6 +12,13 @@ has none yet either), so the previous scrapes are remembered: client metrics
 seen earlier in the *same* JVM (same ``process_start_time_seconds``) and gone
 now mean the client is closed, and a closed client runs no stream threads.
 Without the JVM's start time nothing is inferred.
+
+A closed client's state is inferred too, because ``client-state`` can never
+say it: Kafka Streams removes the client's metrics *before* it enters
+NOT_RUNNING or ERROR (``KafkaStreams.shutdownHelper``: ``metrics.close()``,
+then ``setState``), so the metric reads at most PENDING_SHUTDOWN or
+PENDING_ERROR, for as long as the threads take to stop. See
+``closed_client_state``.
 """
 
 from collections.abc import Iterable
@@ -32,6 +39,10 @@ from agent.streams.state_dir import process_id_from_client_id
 DEAD = "DEAD"
 N = TypeVar("N", int, float)
 
+# The KafkaStreams states a client passes through only on its way to NOT_RUNNING, that
+# is, after ``close()`` was called.
+_CLOSING_ON_REQUEST = frozenset({"PENDING_SHUTDOWN", "NOT_RUNNING"})
+
 
 @dataclass(frozen=True, slots=True)
 class ThreadView:
@@ -47,6 +58,7 @@ class InstanceView:
 
     client_ids: tuple[str, ...] = ()
     process_id: str | None = None
+    # As the app reports it; for a closed client, inferred (``closed_client_state``).
     client_state: str | None = None
     alive_stream_threads: int | None = None
     failed_stream_threads: float | None = None
@@ -69,6 +81,24 @@ class InstanceMemory:
     # metrics one by one, so the last scrape before it vanished may miss some.
     thread_ids: tuple[str, ...] = ()
     process_id: str | None = None
+    # The client's state at the last scrape that showed one: which way it closed.
+    last_client_state: str | None = None
+
+
+def closed_client_state(last_seen: str | None) -> str:
+    """The state a client ended in whose metrics vanished from a JVM still serving them.
+
+    Only ``close()`` leads to NOT_RUNNING, through PENDING_SHUTDOWN; a scrape that
+    saw either knows. Anything else, PENDING_ERROR or no sign of a close at all (the
+    whole close fell between two scrapes, or a 3.x app has no ``client-state``),
+    reads as ERROR: an app closes its client on purpose when its JVM is about to
+    exit, which takes the metrics endpoint with it (the scrape then fails and
+    nothing is inferred), whereas a client that closed itself (``SHUTDOWN_CLIENT``,
+    a global thread's failure, another instance's ``SHUTDOWN_APPLICATION``) leaves
+    its JVM serving. The one scrape that may land between a clean close and the
+    JVM's exit reads ERROR too; the alert on it waits longer than that.
+    """
+    return "NOT_RUNNING" if last_seen in _CLOSING_ON_REQUEST else "ERROR"
 
 
 def observe_instance(
@@ -91,6 +121,7 @@ def observe_instance(
         client_ids=view.client_ids,
         thread_ids=tuple(sorted(threads, key=lambda t: (thread_index(t) or 0, t))),
         process_id=view.process_id or memory.process_id,
+        last_client_state=view.client_state or memory.last_client_state,
     )
     return view, remembered
 
@@ -154,6 +185,7 @@ def _closed(memory: InstanceMemory) -> InstanceView:
     return InstanceView(
         client_ids=memory.client_ids,
         process_id=memory.process_id,
+        client_state=closed_client_state(memory.last_client_state),
         alive_stream_threads=0,
         closed=True,
         threads=tuple(ThreadView(t, thread_index(t), DEAD) for t in memory.thread_ids),

@@ -65,7 +65,10 @@ _COORDINATOR: Final = "kafka_consumer_consumer_coordinator_metrics_"
 _COORDINATOR_FIELDS: Final = ("rebalance", "failed_rebalance", "last_rebalance_seconds_ago")
 _JVM_START: Final = "process_start_time_seconds"
 
-# KafkaStreams.State, StreamThread.State and Sensor.RecordingLevel, by ordinal (Kafka 4.x).
+# KafkaStreams.State, StreamThread.State and Sensor.RecordingLevel, by ordinal (Kafka 4.x):
+# client-state is the Integer gauge ``state.ordinal()`` (the String gauge ``state`` beside
+# it the exporter skips). PENDING_ERROR (5) shows while a client shuts down to ERROR; ERROR
+# (6) never does, as the client's metrics are gone by then (``app_instance`` infers it).
 CLIENT_STATES: Final = (
     "CREATED",
     "REBALANCING",

@@ -16,6 +16,7 @@ from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
 from agent.model import AgentInfo, Snapshot
+from tests.support.kafka_io import commit_offsets
 from tests.support.kafka_tools import (
     describe_offsets,
     describe_streams_group,
@@ -307,3 +308,31 @@ def test_polling_never_joins_commits_for_or_changes_a_group(
         admin.close()
 
     assert after == before
+
+
+def test_a_deleted_group_gets_one_last_snapshot_saying_dead(
+    kafka: EmbeddedKafka, edge: KafkaEdge
+) -> None:
+    # What `kafka-consumer-groups --delete` does; the job closes the group's findings
+    # on this snapshot ("group deleted") instead of waiting out its look-back.
+    group = unique_name("deleted")
+    topic = f"{group}-input"
+    commit_offsets(kafka.bootstrap_servers, group, topic, {0: 0, 1: 0})
+    poller = poller_for(edge, group)
+    first = poller.poll()
+    assert [s.group.group_id for s in first.snapshots] == [group]
+    assert first.departed == []
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
+    try:
+        admin.delete_groups([group])
+    finally:
+        admin.close()
+    gone = poller.poll()
+    assert gone.ok, gone.error
+    assert gone.snapshots == []
+    assert [(s.group.group_id, s.group.state) for s in gone.departed] == [(group, "Dead")]
+    assert gone.departed[0].partitions == ()
+    after = poller.poll()
+    assert after.snapshots == []
+    assert after.departed == []

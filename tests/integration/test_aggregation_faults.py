@@ -305,8 +305,12 @@ def test_a_broker_outage_mid_batch_loses_and_repeats_no_finding(
         for chunk in in_chunks(snapshots, 3):
             produce(kafka.bootstrap_servers, topic, _records(chunk))
             through = chunk[-1].poll.started_at
+            # Every chunk is waited for: the one the broker went down in until the outage
+            # starts (then caught up after it), each later one until it is processed.
             wait_until(
-                lambda t=through: hook.stopped.is_set() or _caught_up(job, t),  # type: ignore[misc]
+                lambda t=through, o=outage_seconds: (  # type: ignore[misc]
+                    (hook.stopped.is_set() and not o) or _caught_up(job, t)
+                ),
                 timeout=BATCH_TIMEOUT,
                 what="the job to process the chunk",
                 interval=1,

@@ -198,6 +198,7 @@ LONG_BATCH_DETECTORS: dict[str, object] = {
     "idle_members_after": "1m",
     "budget_hold": "1m",
     "tasks_per_thread_lag_window": "1m",
+    "consumer_status_window": "1m",
 }
 
 

@@ -1,7 +1,6 @@
 """The embedded broker is a real Apache Kafka from Maven Central, it starts and
 stops cleanly, and every way it can fail says what is wrong."""
 
-import json
 import os
 import signal
 import socket
@@ -71,33 +70,6 @@ def ksmon(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
     return subprocess.run(
         [*KSMON, *args], capture_output=True, text=True, timeout=120, env=env, check=False
     )
-
-
-def test_ksmon_kafka_start_status_stop_leaves_no_process(
-    kafka_distribution: KafkaDistribution, tmp_path: Path
-) -> None:
-    data_dir = str(tmp_path / "cli-broker")
-
-    started = ksmon("kafka", "start", "--data-dir", data_dir)
-    assert started.returncode == 0, started.stderr
-    assert "is running at 127.0.0.1:" in started.stdout
-    pid = json.loads((tmp_path / "cli-broker" / "run.json").read_text())["pid"]
-    try:
-        status = ksmon("kafka", "status", "--data-dir", data_dir)
-        assert status.returncode == 0
-        assert "answering" in status.stdout
-
-        again = ksmon("kafka", "start", "--data-dir", data_dir)
-        assert again.returncode == 0, "starting a running broker is not an error"
-        assert json.loads((tmp_path / "cli-broker" / "run.json").read_text())["pid"] == pid
-    finally:
-        stopped = ksmon("kafka", "stop", "--data-dir", data_dir)
-    assert stopped.returncode == 0
-    assert stopped.stdout.strip() == "Kafka stopped"
-    assert not pid_alive(pid)
-    after = ksmon("kafka", "status", "--data-dir", data_dir)
-    assert after.returncode == 1
-    assert after.stdout.strip() == "Kafka is not running"
 
 
 def test_broker_dies_with_a_parent_that_was_killed(tmp_path: Path) -> None:

@@ -5,10 +5,14 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from kafka import KafkaConsumer
+from kafka.coordinator.assignors.abstract import ConsumerProtocolSubscription
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import KeyedLoad, KeySkew, partition_of
@@ -17,11 +21,13 @@ from agent.embedded.process import wait_until
 from agent.embedded.streams_app import StreamsAppConfig, StreamsAppInstance
 from agent.embedded.topics import create_topics
 from tests.support.streams import StreamsApps, unique_name
+from tests.unit.streams.vectors import vector
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 4
+PROCESS = "00112233-4455-6677-8899-aabbccddeeff"  # in SubscriptionInfo v11 of the vectors
 
 
 def ksmon(*args: str) -> subprocess.CompletedProcess[str]:
@@ -108,11 +114,89 @@ def test_explain_names_the_instance_threads_and_tasks_the_app_itself_reports(
     assert hot_rate is not None
     assert hot_rate > 100, "about 270 rec/s go to the hot partition"
 
+    # The group formed through a few generations; the coordinator stored each in
+    # __consumer_offsets, where explain reads them (issue 27 #4: "generation": null).
+    assert report["generation"] is not None
+    assert report["rebalances"], report["rebalances_note"]
+    assert report["rebalances"][-1]["generation"] == report["generation"]
+    assert report["rebalances"][-1]["protocol"] == "stream"
+    assert report["rebalances_note"].startswith("the generations stored in the last 15 min")
+
     text = ksmon("explain", app, "--bootstrap", kafka.bootstrap_servers, "--sample", "1")
     assert text.returncode == 0, text.stderr
     assert text.stdout.startswith(f"{app} on cluster cli: Kafka Streams application")
     for instance in report["instances"]:
         assert instance["process_id"] in text.stdout
+    assert "RECENT REBALANCES (the generations stored in the last 15 min" in text.stdout
+    assert " lag ?" not in text.stdout, "partitions without traffic read 0 or idle"
+
+
+class StreamThreadStandIn(RangePartitionAssignor):  # type: ignore[misc]  # kafka-python: untyped
+    """Joins like a Kafka Streams stream thread: StreamsPartitionAssignor's protocol
+    name and Kafka's own SubscriptionInfo bytes in the userData."""
+
+    name = "stream"
+
+    @classmethod
+    def metadata(cls, topics: Iterable[str]) -> ConsumerProtocolSubscription:
+        return ConsumerProtocolSubscription(0, list(topics), vector("SUB", 11).data)
+
+
+def test_an_empty_group_of_former_stream_threads_is_explained_as_a_kafka_streams_app(
+    kafka: EmbeddedKafka,
+) -> None:
+    """Issue 27 #4: a looping app is Empty at most instants, and it never committed: the
+    poll alone says 'classic group, Empty, 0 members'. A stand-in thread (no JVM: fast)
+    joins twice and leaves without committing, as a looping stream thread does."""
+    group = unique_name("explain-gone")
+    topic = f"{group}-input"
+    create_topics(kafka.bootstrap_servers, {topic: 2})
+    for _ in range(2):
+        thread = KafkaConsumer(
+            topic,
+            bootstrap_servers=kafka.bootstrap_servers,
+            group_id=group,
+            client_id=f"{group}-{PROCESS}-StreamThread-1-consumer",
+            partition_assignment_strategy=[StreamThreadStandIn],
+            enable_auto_commit=False,
+        )
+
+        def has_partitions(thread: KafkaConsumer = thread) -> bool:
+            thread.poll(timeout_ms=200)
+            return bool(thread.assignment())
+
+        try:
+            wait_until(
+                has_partitions, timeout=60, what="the stand-in stream thread to get its partitions"
+            )
+        finally:
+            thread.close(autocommit=False)
+
+    result = ksmon(
+        "explain", group, "--bootstrap", kafka.bootstrap_servers, "--sample", "0.5", "--json"
+    )
+
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert (report["state"], report["members"]) == ("Empty", 0)
+    assert report["is_streams"], "its members were stream threads"
+    assert report["streams_evidence"].startswith("its members at generation ")
+    joined = [r for r in report["rebalances"] if r["member_count"]]
+    emptied = [r for r in report["rebalances"] if not r["member_count"]]
+    # Two joins at least (kafka-python re-joins once more when the topic's metadata comes).
+    assert len(joined) >= 2, report["rebalances"]
+    assert emptied, "leaving stores an Empty generation"
+    assert {(r["protocol"], r["instances"]) for r in joined} == {("stream", 1)}
+    assert report["generation"] == report["rebalances"][-1]["generation"]
+    assert report["last_members"]["instances"] == 1
+    assert report["condition"].endswith("; no members at this instant")
+
+    text = ksmon("explain", group, "--bootstrap", kafka.bootstrap_servers, "--sample", "0.5")
+    assert text.returncode == 0, text.stderr
+    headline, condition = text.stdout.splitlines()[:2]
+    assert headline.startswith(f"{group} on cluster cli: Kafka Streams application, Empty")
+    assert "no members at this instant" in headline
+    assert condition.startswith("Kafka Streams app, ")
 
 
 def test_an_unknown_group_is_one_line(kafka: EmbeddedKafka) -> None:

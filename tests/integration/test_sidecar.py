@@ -146,6 +146,10 @@ def thread_states(metrics: Samples) -> list[tuple[str, str]]:
     return sorted((labels["thread"], labels["state"]) for labels, _ in samples)
 
 
+def client_states(metrics: Samples) -> list[str]:
+    return [labels["state"] for labels, _ in metrics.get("ksmon_sidecar_client_state", [])]
+
+
 def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_counts(
     kafka: EmbeddedKafka, streams_apps: StreamsApps, tmp_path: Path
 ) -> None:
@@ -190,7 +194,12 @@ def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_
         assert value(after, "ksmon_sidecar_stream_threads_alive") == 0
         assert value(after, "ksmon_sidecar_stream_threads_expected") == 2
         assert value(after, "ksmon_sidecar_app_metrics_up") == 1
-        assert "ksmon_sidecar_client_state" not in agent.metrics(), "NOT_RUNNING or ERROR"
+        # Kafka Streams removed the client's metrics before entering ERROR: the app never
+        # says ERROR, the sidecar infers it (a scrape may have caught PENDING_ERROR first).
+        errored = agent.wait_for("client state ERROR", lambda m: client_states(m) == ["ERROR"])
+        assert errored["ksmon_sidecar_client_state"] == [
+            ({"kafka_cluster": "local", "group": app, "process": process, "state": "ERROR"}, 1)
+        ]
 
         def closed() -> Snapshot | None:
             return next(
@@ -205,6 +214,7 @@ def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_
         assert snapshot.agent.mode == "sidecar"
         sidecar = snapshot.sidecar
         assert (sidecar.alive_stream_threads, sidecar.expected_stream_threads) == (0, 2)
+        assert sidecar.client_state == "ERROR"
         assert sidecar.process_id == process
         # Kafka Streams does not leave the group on close: its members linger, and are its.
         assert len(sidecar.member_ids) == 2

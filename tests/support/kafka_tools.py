@@ -3,8 +3,10 @@
 from dataclasses import dataclass
 
 from agent.embedded.kafka import EmbeddedKafka
+from agent.embedded.kafka_tools import main_class
 
-CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+# The same main classes `ksmon kafka tool` runs.
+CONSUMER_GROUP_COMMAND = main_class("consumer-groups")
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,8 @@ def describe_offsets(kafka: EmbeddedKafka, group: str) -> dict[tuple[str, int], 
     return rows
 
 
-CONFIG_COMMAND = "kafka.admin.ConfigCommand"
-STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+CONFIG_COMMAND = main_class("configs")
+STREAMS_GROUP_COMMAND = main_class("streams-groups")
 
 
 def set_group_config(kafka: EmbeddedKafka, group: str, config: dict[str, str]) -> None:
@@ -140,7 +142,7 @@ def describe_streams_group(kafka: EmbeddedKafka, group: str) -> StreamsGroupStat
     return None
 
 
-TOPIC_COMMAND = "org.apache.kafka.tools.TopicCommand"
+TOPIC_COMMAND = main_class("topics")
 
 
 @dataclass(frozen=True)

@@ -569,6 +569,13 @@ SEC = (
             id="no bucket to keep groups in",
         ),
         pytest.param(
+            MINIMAL + "aggregation:\n  checkpoint_dir: s3a://bucket/ksmon\n",
+            "aggregation.checkpoint_dir: must be a filesystem path (a volume mounted on the "
+            "driver and on every executor), got a s3a:// URI: object storage is not supported "
+            "(docs/deploy.md)",
+            id="object storage would become a relative local directory",
+        ),
+        pytest.param(
             # Regression: the message had no line, only a character position.
             MINIMAL + "agent:\n  id: 'a\x00b'\n",
             "test.yaml:5:9: invalid YAML: character U+0000 is not allowed",

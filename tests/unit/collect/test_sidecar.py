@@ -143,10 +143,48 @@ def test_a_client_closed_by_shutdown_client_has_no_alive_thread() -> None:
         0,
         2,
     )
-    assert info.client_state is None
+    assert info.client_state == "ERROR", "its metrics vanished while the JVM served on"
     assert [t.state for t in info.threads] == ["DEAD", "DEAD"]
     assert info.process_id == PID
     assert info.matched_by == "process_id", "the remembered process id still matches"
+
+
+def with_client_state(text: str, ordinal: int) -> str:
+    """The capture with its client-state (the KafkaStreams.State ordinal) replaced."""
+    line = next(x for x in text.splitlines() if x.startswith("kafka_streams_stream_metrics_client"))
+    return text.replace(line, line.rsplit(" ", 1)[0] + f" {ordinal}.0")
+
+
+@pytest.mark.parametrize(
+    ("last_ordinal", "states"),
+    [
+        pytest.param(
+            5,
+            ["RUNNING", "PENDING_ERROR", "ERROR"],
+            id="SHUTDOWN_CLIENT caught in PENDING_ERROR: the metrics vanish before ERROR",
+        ),
+        pytest.param(
+            3,
+            ["RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING"],
+            id="close() caught in PENDING_SHUTDOWN: a clean close, not an error",
+        ),
+    ],
+)
+def test_the_section_carries_the_way_the_client_closed(
+    last_ordinal: int, states: list[str]
+) -> None:
+    running = capture("streams-4.3.1-running.txt")
+    jvm = next(line for line in running.splitlines() if line.startswith("process_start_time"))
+    dead = "\n".join(
+        jvm if line.startswith("process_start_time") else line
+        for line in capture("streams-4.3.1-shutdown-client.txt").splitlines()
+    )
+    c = collector(running, with_client_state(running, last_ordinal), dead)
+
+    reports = [c.report(c.observe(), GROUP) for _ in states]
+
+    assert [r.client_state for r in reports] == states
+    assert [r.client_closed for r in reports] == [False, False, True]
 
 
 def reading(tmp_path: Path) -> StateDirReading:

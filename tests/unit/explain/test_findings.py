@@ -2,6 +2,7 @@
 says when the findings topic cannot be read."""
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 
@@ -95,3 +96,38 @@ def test_evidence_is_one_compact_line_cut_at_a_bound() -> None:
     assert long is not None
     assert len(long[0].evidence) == EVIDENCE_CHARS
     assert long[0].evidence.endswith("...")
+
+
+THREAD_CLIENT = "orders-6f1c2a8e-StreamThread-2-consumer"
+
+
+@pytest.mark.parametrize(
+    ("evidence", "expected"),
+    [
+        pytest.param({"likely_cause": "max.poll.interval.ms"}, None, id="no-client-named"),
+        pytest.param({"client_id": "orders-consumer-1"}, None, id="a-plain-consumer"),
+        pytest.param(
+            {
+                "a_long_list_first": ["x" * 50] * 10,  # past the cut of the shown line
+                "members_rejoining": [{"client_id": THREAD_CLIENT, "member_ids": ["m-1"]}],
+            },
+            THREAD_CLIENT,
+            id="deep-in-rebalance-loop-evidence",
+        ),
+        pytest.param(
+            {"clients": ["orders-6f1c2a8e-StreamThread-2-restore-consumer"]},
+            None,
+            id="a-restore-consumer-is-no-group-member",
+        ),
+    ],
+)
+def test_a_stream_thread_named_anywhere_in_the_evidence_is_found(
+    evidence: dict[str, object], expected: str | None
+) -> None:
+    """Issue 27 #4: an Empty looping app shows no member; the job's evidence names them."""
+    lines, _ = findings_for_group(
+        lambda: [replace(finding(), evidence=evidence)], TOPIC, "orders", "prod"
+    )
+
+    assert lines is not None
+    assert lines[0].stream_thread_client == expected

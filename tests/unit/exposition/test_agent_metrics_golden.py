@@ -17,6 +17,7 @@ from agent.exposition.agent_state import AgentState
 from agent.model import (
     SCHEMA_VERSION,
     AgentInfo,
+    ClusterFacts,
     GroupInfo,
     MemberInfo,
     PartitionInfo,
@@ -79,6 +80,7 @@ def streams_snapshot() -> Snapshot:
             TopicInfo("app-counts-changelog", 2, internal_kind="changelog", size_bytes=4096),
         ),
         errors=(PollError("offset_fetch", "CoordinatorLoadInProgressError", "loading", True),),
+        cluster_facts=ClusterFacts(offsets_topic_max_message_bytes=1048588),
     )
 
 
@@ -90,6 +92,8 @@ def plain_snapshot() -> Snapshot:
         poll=PollInfo(1, 1_700_000_000.0, 0.5),
         group=GroupInfo("billing", "consumer", "Stable", "consumer", "uniform", 1, group_epoch=12),
         partitions=(PartitionInfo("invoices", 0, 10, 0, 7, 3, 12.0),),
+        # The same cluster's limit again: still one series per cluster.
+        cluster_facts=ClusterFacts(offsets_topic_max_message_bytes=1048588),
     )
 
 
@@ -242,3 +246,23 @@ def test_an_app_whose_endpoint_is_down_exposes_up_0_and_nothing_it_cannot_know()
         f"ksmon_sidecar_app_metrics_up{labels} 0.0",
         f"ksmon_sidecar_stream_threads_expected{labels} 2.0",
     ]
+
+
+def test_a_client_closed_to_error_is_exposed_as_error_for_an_alert_to_see() -> None:
+    closed = SidecarInfo(
+        process_id=SIDECAR_PROCESS,
+        app_metrics_url="http://127.0.0.1:9404/metrics",
+        app_metrics_up=True,
+        client_state="ERROR",
+        alive_stream_threads=0,
+        client_closed=True,
+    )
+
+    samples = [
+        line
+        for line in render_sidecar(closed).splitlines()
+        if line.startswith("ksmon_sidecar_client_state")
+    ]
+
+    labels = f'group="app",kafka_cluster="prod",process="{SIDECAR_PROCESS}"'
+    assert samples == [f'ksmon_sidecar_client_state{{{labels},state="ERROR"}} 1.0']

@@ -36,6 +36,12 @@ def gone(jvm: float | None = JVM) -> AppMetrics:
     return AppMetrics(jvm_started_at=jvm)
 
 
+def in_state(state: str | None, alive: int = 2) -> AppMetrics:
+    """The client in ``state`` (None: a 3.x client, which has no client-state metric)."""
+    client = StreamsClientMetrics(CLIENT, PID, "dumpapp", state, alive, 0.0, "INFO")
+    return replace(running(), clients=(client,))
+
+
 def sequence(*scrapes: AppMetrics) -> InstanceView:
     memory = InstanceMemory()
     view = InstanceView()
@@ -100,7 +106,58 @@ def test_a_closed_client_reports_its_last_threads_dead_and_its_process_id() -> N
 
     assert [(t.index, t.state) for t in view.threads] == [(1, "DEAD"), (2, "DEAD")]
     assert view.process_id == PID
-    assert view.client_state is None, "NOT_RUNNING or ERROR: the metrics do not say which"
+    assert view.client_state == "ERROR", "closed with no sign of close(): by itself"
+
+
+@pytest.mark.parametrize(
+    ("scrapes", "state"),
+    [
+        pytest.param(
+            (running(), gone()),
+            "ERROR",
+            id="RUNNING then gone: no close() seen, and the JVM serves on: closed to ERROR",
+        ),
+        pytest.param(
+            (running(), in_state("PENDING_ERROR", alive=0), gone()),
+            "ERROR",
+            id="PENDING_ERROR then gone: the metrics went before ERROR could show",
+        ),
+        pytest.param(
+            (running(), in_state("PENDING_SHUTDOWN"), gone()),
+            "NOT_RUNNING",
+            id="PENDING_SHUTDOWN then gone: close() was called, it ends NOT_RUNNING",
+        ),
+        pytest.param(
+            (running(), in_state("PENDING_SHUTDOWN"), gone(), gone()),
+            "NOT_RUNNING",
+            id="and stays NOT_RUNNING while the JVM stays",
+        ),
+        pytest.param(
+            (in_state(None), gone()),
+            "ERROR",
+            id="a 3.x client (no client-state) gone while the JVM serves: ERROR too",
+        ),
+        pytest.param(
+            (running(), in_state("PENDING_ERROR", alive=1)),
+            "PENDING_ERROR",
+            id="PENDING_ERROR while its threads stop: read, not inferred",
+        ),
+        pytest.param(
+            (running(), in_state("PENDING_SHUTDOWN"), gone(), running(), gone()),
+            "ERROR",
+            id="a new client in the same JVM is judged by its own states, not the old one's",
+        ),
+        pytest.param(
+            (running(), gone(jvm=JVM + 60)),
+            None,
+            id="a new JVM without its client yet: not closed, unknown",
+        ),
+    ],
+)
+def test_a_closed_clients_state_from_the_last_state_seen(
+    scrapes: tuple[AppMetrics, ...], state: str | None
+) -> None:
+    assert sequence(*scrapes).client_state == state
 
 
 def test_real_captures_running_then_shutdown_client_in_the_same_jvm() -> None:
@@ -115,6 +172,7 @@ def test_real_captures_running_then_shutdown_client_in_the_same_jvm() -> None:
 
     assert view.closed
     assert view.alive_stream_threads == 0
+    assert view.client_state == "ERROR"
 
 
 def test_only_the_watched_application_is_kept() -> None:

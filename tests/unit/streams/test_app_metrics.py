@@ -112,6 +112,40 @@ def test_exporter_0x_spellings_with_total_and_trailing_commas() -> None:
 
 
 @pytest.mark.parametrize(
+    ("value", "state"),
+    [
+        pytest.param("0.0", "CREATED", id="0 CREATED: built, not started"),
+        pytest.param("1.0", "REBALANCING", id="1 REBALANCING: joining or restoring"),
+        pytest.param("2.0", "RUNNING", id="2 RUNNING"),
+        pytest.param("3.0", "PENDING_SHUTDOWN", id="3 PENDING_SHUTDOWN: close() was called"),
+        pytest.param(
+            "4.0", "NOT_RUNNING", id="4 NOT_RUNNING: named, though the metrics are gone by then"
+        ),
+        pytest.param(
+            "5.0",
+            "PENDING_ERROR",
+            id="5 PENDING_ERROR: a fatal error; shown while the threads stop, so it must parse",
+        ),
+        pytest.param(
+            "6.0",
+            "ERROR",
+            id="6 ERROR: Kafka Streams 4.3 never exports it, but an exporter that does is read",
+        ),
+        pytest.param("7.0", None, id="7: past the last state (a newer Kafka's): unknown"),
+        pytest.param("-1.0", None, id="negative: no ordinal"),
+        pytest.param("5.5", None, id="fractional: no ordinal, not rounded to a state"),
+        pytest.param("NaN", None, id="NaN: unknown"),
+    ],
+)
+def test_client_state_is_the_ordinal_of_kafka_streams_state(value: str, state: str | None) -> None:
+    text = f'kafka_streams_stream_metrics_client_state{{client_id="c",process_id="P"}} {value}\n'
+
+    (client,) = parse_app_metrics(text).clients
+
+    assert client.state == state
+
+
+@pytest.mark.parametrize(
     ("text", "expected"),
     [
         pytest.param(
