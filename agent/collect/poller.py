@@ -349,7 +349,11 @@ class ClusterPoller:
         )
         result.snapshots = build_snapshots(observation, self.history, now)
         if self.sidecar is None:
-            result.departed = self._departures(observation, now)
+            try:
+                result.departed = self._departures(observation, now)
+            except KafkaUnavailableError as e:
+                # The groups' snapshots are built: asking about vanished ones can wait.
+                log.info("cluster %s: vanished groups asked about next poll: %s", self.cluster, e)
 
     def _departures(self, observation: PollObservation, now: float) -> list[Snapshot]:
         """Dead snapshots for groups that left the listing and whose coordinator says
