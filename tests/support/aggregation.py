@@ -1,6 +1,8 @@
 """Helpers for the aggregation job's integration tests: configs, spool files, /metrics."""
 
+import os
 import re
+import time
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -59,13 +61,21 @@ def job_config(
 
 
 def write_spool(directory: Path, files: Sequence[Iterable[Snapshot]]) -> list[Path]:
-    """Complete spool files in order (the names sort by time, as the agent's do)."""
+    """Complete spool files in order (the names sort by time, as the agent's do).
+
+    Spark's file source takes files in the order of their modification times, and
+    files written within the same instant come in the order the directory lists them:
+    each file is dated a second after the one before, as an agent's rotations are."""
     directory.mkdir(parents=True, exist_ok=True)
     paths = []
+    # After any file already there (a later call adds to the same spool).
+    first = max([time.time() - len(files), *(p.stat().st_mtime for p in directory.glob("*"))])
     for i, snapshots in enumerate(files, start=1):
         path = directory / f"snapshots-20260101T000000-{i:06d}.jsonl"
         tmp = path.with_suffix(".part")
         tmp.write_bytes(b"".join(s.to_json() + b"\n" for s in snapshots))
+        written = first + i
+        os.utime(tmp, (written, written))
         tmp.replace(path)
         paths.append(path)
     return paths
