@@ -42,14 +42,20 @@ def measure(data: Path, workers: int, runs: int) -> dict[str, object]:
 
     files = sorted(data.glob("*.jsonl"))
     replays = []
+    cpu = []
     result = None
     for _ in range(runs):
-        started = time.monotonic()
+        started, used = time.monotonic(), _cpu_seconds()
         result = replay(files, DetectorsConfig(), workers=workers)
         replays.append(round(time.monotonic() - started, 2))
+        cpu.append(round(_cpu_seconds() - used, 2))
     assert result is not None
     return {
         "replay_seconds": replays,
+        # This process's and its workers' CPU time (the workers' once they have ended): on
+        # a shared machine, what the wall time would be at best with every core free is
+        # about this over the workers.
+        "replay_cpu_seconds": cpu,
         "snapshots_replayed": result.snapshots,
         "events": dict(Counter(f"{e.event} {e.finding.kind}" for e in result.events)),
         "open_at_end": dict(Counter(f.kind for f in result.open_findings)),
@@ -59,6 +65,13 @@ def measure(data: Path, workers: int, runs: int) -> dict[str, object]:
         ),
         "python_peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
     }
+
+
+def _cpu_seconds() -> float:
+    own, ended = (
+        resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+    )
+    return own.ru_utime + own.ru_stime + ended.ru_utime + ended.ru_stime
 
 
 def main() -> None:

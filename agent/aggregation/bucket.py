@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from agent.aggregation.facts import BadSnapshotError, BrokerLoad, ClusterTotals, Poll, decode
 from agent.aggregation.group import GroupState, step
+from agent.aggregation.rules import Verdict
 from agent.aggregation.rules.base import Gauge
 from agent.aggregation.state_codec import GroupKey
 from agent.config.schema import DetectorsConfig
@@ -155,15 +156,15 @@ def judge_group(
     windows_dropped: bool = False,
 ) -> GroupReport:
     outcome = step(state, polls, params, cluster=cluster, group=group)
-    newest: dict[str, SeriesGauges] = {}
+    newest: dict[str, Verdict] = {}
     for agent, verdict in outcome.verdicts:
-        newest[agent] = SeriesGauges(agent, verdict.t, verdict.gauges)
+        newest[agent] = verdict
     return GroupReport(
         cluster=cluster,
         group=group,
         events=tuple(outcome.events),
         open_findings=outcome.open_findings,
-        gauges=tuple(newest[a] for a in sorted(newest)),
+        gauges=tuple(SeriesGauges(a, newest[a].t, newest[a].gauges) for a in sorted(newest)),
         newest=state.newest,
         judged=outcome.judged,
         late=outcome.late,

@@ -20,6 +20,8 @@ newer agent) are ignored, as ``docs/snapshot.md`` promises.
 import json
 import sys
 from collections.abc import Iterable
+from functools import lru_cache
+from operator import itemgetter
 from typing import Any, NamedTuple, TypeVar
 
 from agent.model.snapshot import SCHEMA_VERSION
@@ -67,7 +69,13 @@ class Task(NamedTuple):
 
     @property
     def subtopology(self) -> str:
-        return self.task.split("_", 1)[0]
+        return _subtopology_of(self.task)
+
+
+@lru_cache(maxsize=65536)
+def _subtopology_of(task: str) -> str:
+    """``<sub-topology>_<partition>`` -> its sub-topology (task ids recur every poll)."""
+    return task.split("_", 1)[0]
 
 
 class Member(NamedTuple):
@@ -318,25 +326,33 @@ class Poll(NamedTuple):
         object referenced twice)."""
         if previous is None:
             return self
-        return self._replace(
-            members=_same(self.members, previous.members),
-            topics=_same(self.topics, previous.topics),
-            subtopologies=_same(self.subtopologies, previous.subtopologies),
-            brokers=_same(self.brokers, previous.brokers),
-            sidecar=_same(self.sidecar, previous.sidecar),
-        )
+        values = list(self)  # _replace, without its Python frames (one a poll)
+        for i in _SHARED_FIELDS:
+            values[i] = _same(values[i], previous[i])
+        return _new(Poll, values)
 
     def aged(self, *, keep_partitions: bool) -> "Poll":
         """This poll once a newer one arrived: without the changelog ends (read at the
         newest poll only), and without partitions once past their look-back."""
         if self.changelog_ends is None and (keep_partitions or self.partitions is None):
             return self
-        return self._replace(
-            changelog_ends=None, partitions=self.partitions if keep_partitions else None
-        )
+        values = list(self)
+        values[_CHANGELOG_ENDS] = None
+        if not keep_partitions:
+            values[_PARTITIONS] = None
+        return _new(Poll, values)
 
 
 _T = TypeVar("_T")
+
+# Places in a Poll: those shared with the poll before (``Poll.sharing``), those aged out.
+_SHARED_FIELDS = tuple(
+    Poll._fields.index(f) for f in ("members", "topics", "subtopologies", "brokers", "sidecar")
+)
+_CHANGELOG_ENDS, _PARTITIONS = (
+    Poll._fields.index("changelog_ends"),
+    Poll._fields.index("partitions"),
+)
 
 
 def _same(new: _T, old: _T) -> _T:
@@ -351,6 +367,11 @@ class SnapshotKey(NamedTuple):
 
 
 # -- reading -----------------------------------------------------------------------------
+
+# Records built from values already checked: ``tuple.__new__`` skips the Python frame of a
+# NamedTuple's own ``__new__`` (replay builds millions).
+_new = tuple.__new__
+_intern = sys.intern
 
 
 def decode(value: str | bytes) -> tuple[SnapshotKey, Poll]:
@@ -475,9 +496,7 @@ def _read(plain: object) -> tuple[SnapshotKey, Poll]:
     facts = _obj(s.get("cluster_facts") or {}, "$.cluster_facts")
     sidecar = s.get("sidecar")
     topics_plain = _list(s.get("topics"), "$.topics")
-    partitions = tuple(
-        _partition(p, i) for i, p in enumerate(_list(s.get("partitions"), "$.partitions"))
-    )
+    partitions = _partitions(_list(s.get("partitions"), "$.partitions"))
     lags = [p.lag for p in partitions if p.lag is not None]
     key = SnapshotKey(cluster, group_id, _str(agent.get("id"), "$.agent.id"), t)
     total_topics = _opt_int(facts.get("total_topics"), "$.cluster_facts.total_topics")
@@ -573,18 +592,34 @@ def _tasks_fast(value: list[Any]) -> tuple[Task, ...] | None:
         if type(x) is not dict:
             return None
         task, partitions = x.get("task"), x.get("partitions")
-        if type(task) is not str or (partitions is not None and type(partitions) is not list):
+        if type(task) is not str:
             return None
         refs = []
-        for p in partitions or ():
-            if type(p) is not dict:
+        if partitions is not None:
+            if type(partitions) is not list:
                 return None
-            topic, number = p.get("topic"), p.get("partition")
-            if type(topic) is not str or type(number) is not int:
-                return None
-            refs.append(TopicPartition(sys.intern(topic), number))
-        tasks.append(Task(sys.intern(task), tuple(refs)))
+            for p in partitions:  # _tps_fast, inline: one a task, mostly
+                if type(p) is not dict:
+                    return None
+                topic, number = p.get("topic"), p.get("partition")
+                if type(topic) is not str or type(number) is not int:
+                    return None
+                refs.append(_new(TopicPartition, (_intern(topic), number)))
+        tasks.append(_new(Task, (_intern(task), tuple(refs))))
     return tuple(tasks)
+
+
+def _tps_fast(value: list[Any]) -> tuple[TopicPartition, ...] | None:
+    """Topic partitions of a well-formed list (None: something does not fit)."""
+    refs = []
+    for p in value:
+        if type(p) is not dict:
+            return None
+        topic, number = p.get("topic"), p.get("partition")
+        if type(topic) is not str or type(number) is not int:
+            return None
+        refs.append(_new(TopicPartition, (_intern(topic), number)))
+    return tuple(refs)
 
 
 def _task_ids(value: object, path: str) -> tuple[str, ...]:
@@ -592,6 +627,10 @@ def _task_ids(value: object, path: str) -> tuple[str, ...]:
 
 
 def _member(value: object, i: int) -> Member:
+    if type(value) is dict:
+        fast = _member_fast(value)
+        if fast is not None:
+            return fast
     path = f"$.members[{i}]"
     m = _obj(value, path)
     streams = m.get("streams")
@@ -660,6 +699,148 @@ def _member(value: object, i: int) -> Member:
     )
 
 
+def _member_fast(m: dict[str, Any]) -> Member | None:  # noqa: PLR0911, PLR0912 - every field
+    """A well-formed member, as ``_member`` reads it, without building a field path per
+    value (None: something does not fit; ``_member`` then says what, and where)."""
+    g = m.get
+    member_id, client_id, host = g("member_id"), g("client_id"), g("client_host")
+    instance_id, sub, asg = g("group_instance_id"), g("subscription_bytes"), g("assignment_bytes")
+    if (
+        type(member_id) is not str
+        or type(client_id) is not str
+        or (host is not None and type(host) is not str)
+        or (instance_id is not None and type(instance_id) is not str)
+        or (sub is not None and type(sub) is not int)
+        or (asg is not None and type(asg) is not int)
+    ):
+        return None
+    plain = g("assigned_partitions")
+    assigned: tuple[TopicPartition, ...] | None = ()
+    if plain is not None:
+        if type(plain) is not list:
+            return None
+        assigned = _tps_fast(plain)
+        if assigned is None:
+            return None
+    head = (
+        _intern(member_id),
+        _intern(client_id),
+        (_intern(host) if host is not None else None) or "",
+        instance_id,
+    )
+    broker_assigned = g("member_epoch") is not None
+    streams = g("streams")
+    if streams is None:
+        return _new(
+            Member,
+            (
+                *head,
+                None,
+                None,
+                False,
+                broker_assigned,
+                (),
+                (),
+                (),
+                (),
+                assigned,
+                None,
+                None,
+                None,
+                sub or 0,
+                asg or 0,
+            ),
+        )
+    if type(streams) is not dict:
+        return None
+    s = streams.get
+    process, thread, endpoint = s("process_id"), s("thread_index"), s("endpoint")
+    next_ms, version = s("next_rebalance_ms"), s("assignment_version")
+    if (
+        (process is not None and type(process) is not str)
+        or (thread is not None and type(thread) is not int)
+        or (endpoint is not None and type(endpoint) is not str)
+        or (next_ms is not None and type(next_ms) is not int)
+        or (version is not None and type(version) is not int)
+    ):
+        return None
+    task_lists: list[tuple[Task, ...]] = []
+    for name in ("active_tasks", "standby_tasks", "warmup_tasks"):
+        plain = s(name)
+        if plain is None or plain == []:
+            task_lists.append(())
+            continue
+        if type(plain) is not list:
+            return None
+        tasks = _tasks_fast(plain)
+        if tasks is None:
+            return None
+        task_lists.append(tasks)
+    active, standby, warmup = task_lists
+    sums = []
+    plain = s("task_offset_sums")
+    if plain is not None:
+        if type(plain) is not list:
+            return None
+        for o in plain:
+            if type(o) is not dict:
+                return None
+            task, offset_sum = o.get("task"), o.get("offset_sum")
+            if type(task) is not str or type(offset_sum) is not int:
+                return None
+            sums.append((task, offset_sum))
+    return _new(
+        Member,
+        (
+            *head,
+            (_intern(process) if process is not None else None) or None,
+            thread,
+            True,
+            broker_assigned,
+            active,
+            tuple(t.task for t in standby),
+            tuple(t.task for t in warmup),
+            tuple(sums),
+            assigned,
+            next_ms,
+            endpoint or None,
+            version,
+            sub or 0,
+            asg or 0,
+        ),
+    )
+
+
+_PARTITION_FIELDS = itemgetter(
+    "topic", "partition", "log_end_offset", "committed_offset", "lag", "owner_member_id"
+)
+
+
+def _partitions(plain: list[Any]) -> tuple[Partition, ...]:
+    """The rows of a well-formed list at once, every field present (a snapshot lists
+    hundreds); else row by row, as ``_partition`` reads each (and says what is wrong)."""
+    rows = []
+    for p in plain:
+        try:
+            topic, number, end, committed, lag, owner = _PARTITION_FIELDS(p)
+        except (KeyError, TypeError):
+            break  # a field absent (an older agent: unknown), or not an object
+        if (
+            type(topic) is not str
+            or type(number) is not int
+            or (end is not None and type(end) is not int)
+            or (committed is not None and type(committed) is not int)
+            or (lag is not None and type(lag) is not int)
+            or (owner is not None and type(owner) is not str)
+        ):
+            break
+        owner = None if owner is None else _intern(owner)
+        rows.append(_new(Partition, (_intern(topic), number, end, committed, lag, owner)))
+    else:
+        return tuple(rows)
+    return tuple(_partition(p, i) for i, p in enumerate(plain))
+
+
 def _partition(value: object, i: int) -> Partition:
     if type(value) is dict:
         g = value.get
@@ -673,13 +854,16 @@ def _partition(value: object, i: int) -> Partition:
             and (lag is None or type(lag) is int)
             and (owner is None or type(owner) is str)
         ):
-            return Partition(
-                sys.intern(topic),
-                number,
-                end,
-                committed,
-                lag,
-                None if owner is None else sys.intern(owner),
+            return _new(
+                Partition,
+                (
+                    _intern(topic),
+                    number,
+                    end,
+                    committed,
+                    lag,
+                    None if owner is None else _intern(owner),
+                ),
             )
     path = f"$.partitions[{i}]"  # what is wrong, and where
     p = _obj(value, path)
@@ -711,6 +895,10 @@ def _changelog_ends(topics: list[Any]) -> tuple[tuple[str, tuple[int | None, ...
     ends = []
     for i, x in enumerate(topics):
         if x.get("internal_kind") == "changelog":
+            plain = x.get("log_end_offsets")
+            if type(plain) is list and all(v is None or type(v) is int for v in plain):
+                ends.append((x["name"], tuple(plain)))  # well-formed: no path per value
+                continue
             path = f"$.topics[{i}].log_end_offsets"
             ends.append(
                 (

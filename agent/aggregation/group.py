@@ -14,7 +14,7 @@ window for the look-backs but is not judged; one the window already holds is
 dropped.
 """
 
-from bisect import insort
+from bisect import bisect_left, insort
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -82,7 +82,9 @@ def step(
     late = duplicates = 0
     for agent, poll in sorted(polls, key=lambda ap: (ap[1].t, ap[0])):
         window = state.series.setdefault(agent, [])
-        if any(p.t == poll.t for p in window):
+        # The window is in time order: a poll at the same time is where this one would go.
+        at = bisect_left(window, poll.t, key=_time)
+        if at < len(window) and window[at].t == poll.t:
             duplicates += 1
             continue
         if window and poll.t < window[-1].t:
@@ -134,6 +136,10 @@ def step(
         late=late,
         duplicates=duplicates,
     )
+
+
+def _time(poll: Poll) -> float:
+    return poll.t
 
 
 def _trim(window: list[Poll], now: float, retention: float, keep_partitions: float) -> None:

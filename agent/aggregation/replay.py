@@ -11,11 +11,14 @@ Recorded files are spool files or any JSON-lines files (``.jsonl``,
 recordings inside it.
 """
 
+import gc
 import gzip
+import itertools
 import multiprocessing
 import re
 import zlib
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -69,7 +72,7 @@ def recorded_lines(files: Iterable[Path]) -> Iterator[tuple[str, str]]:
         try:
             with opener(path, "rt", encoding="utf-8", errors="replace") as lines:
                 for number, line in enumerate(lines, start=1):
-                    if line.strip():
+                    if line and not line.isspace():  # not blank (without copying the line)
                         yield line, f"{path}:{number}"
         except OSError as e:
             raise ConfigError(f"{path}: cannot read this recording: {e}") from e
@@ -87,13 +90,13 @@ def replay(
     streaming job shares them out among its buckets: the same events, sooner."""
     files = recorded_files(paths)
     if workers > 1:
-        context = multiprocessing.get_context("spawn")
-        with context.Pool(workers) as pool:
-            outputs = pool.map(_judge_share, [(files, params, i, workers) for i in range(workers)])
+        outputs = _shared_out(files, params, workers)
     else:
-        outputs = [judge_records({}, recorded_lines(files), params)]
+        with fewer_collections():
+            outputs = [judge_records({}, recorded_lines(files), params)]
     board = Board()
-    events, tally = board.apply(outputs, params)
+    with fewer_collections():
+        events, tally = board.apply(outputs, params)
     rejected = [r for out in outputs for r in out.rejected]
     sample = None
     if rejected and quarantine_dir is not None:
@@ -106,6 +109,28 @@ def replay(
         quarantined=dict(tally.rejected),
         quarantine_file=sample,
     )
+
+
+# Snapshots read to weigh the shares (a recording's first ones: every group of a fleet
+# recorded poll by poll).
+WEIGHED_LINES = 2000
+
+# A replay builds millions of small tuples (facts, windows) that live as long as their
+# window and hold no reference cycles. At CPython's default thresholds the cycle collector
+# scans all of them again whenever the survivors have grown by a quarter: about a fifth of
+# a replay's time (docs/benchmarks.md). While a replay runs, collections are rarer.
+GC_THRESHOLDS = (100_000, 50, 100)
+
+
+@contextmanager
+def fewer_collections() -> Iterator[None]:
+    """The cycle collector at ``GC_THRESHOLDS`` within, as it was after."""
+    before = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLDS)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 # The cluster and group of a snapshot line, found without decoding it (the key fields
@@ -122,9 +147,32 @@ def _share_of(line: str, shares: int) -> int:
     return zlib.crc32(f"{cluster.group(1)}/{group.group(1)}".encode()) % shares
 
 
+def _shared_out(files: list[Path], params: DetectorsConfig, workers: int) -> list[BucketOutput]:
+    """Each share's output, in share order: this process judges the heaviest share (the
+    most bytes of snapshots among the first ``WEIGHED_LINES``), ``workers - 1`` spawned
+    ones the others. They start first, and take a while to import the rules, which this
+    one spends weighing the shares."""
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(workers - 1, initializer=_ready) as pool:
+        weights = [0] * workers
+        for line, _ in itertools.islice(recorded_lines(files), WEIGHED_LINES):
+            weights[_share_of(line, workers)] += len(line)
+        mine = max(range(workers), key=lambda i: (weights[i], -i))
+        others = [i for i in range(workers) if i != mine]
+        theirs = pool.map_async(_judge_share, [(files, params, i, workers) for i in others])
+        outputs = {mine: _judge_share((files, params, mine, workers))}
+        outputs.update(zip(others, theirs.get(), strict=True))
+    return [outputs[i] for i in range(workers)]
+
+
+def _ready() -> None:
+    """A worker's start: importing this module (to run it) imports the rules."""
+
+
 def _judge_share(job: tuple[list[Path], DetectorsConfig, int, int]) -> BucketOutput:
     files, params, index, shares = job
     mine = (
         (line, origin) for line, origin in recorded_lines(files) if _share_of(line, shares) == index
     )
-    return judge_records({}, mine, params)
+    with fewer_collections():
+        return judge_records({}, mine, params)

@@ -11,6 +11,7 @@ rules did: ``looking_back(s)`` holds the polls at most ``s`` seconds before
 ``now``, both ends included.
 """
 
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -23,8 +24,13 @@ def _ms(t: float) -> int:
     return int(t * 1000)
 
 
+def _poll_ms(poll: Poll) -> int:
+    return int(poll.t * 1000)
+
+
 class SeriesWindow:
-    """The polls of one series, oldest first; the last one is the poll being judged."""
+    """The polls of one series, oldest first (in time order, no two at the same time);
+    the last one is the poll being judged."""
 
     __slots__ = ("polls",)
 
@@ -57,17 +63,13 @@ class SeriesWindow:
     def strictly_after(self, seconds: float) -> Sequence[Poll]:
         """The polls in (now - seconds, now], oldest first."""
         start = _ms(self.t) - round(seconds * 1000)
-        i = len(self.polls)
-        while i > 0 and _ms(self.polls[i - 1].t) > start:
-            i -= 1
-        return self.polls[i:]
+        return self.polls[bisect_right(self.polls, start, key=_poll_ms) :]
 
     def _start(self, seconds: float) -> int:
+        # The polls are in time order (``group.step`` keeps them so): the first one at or
+        # after the start is found by halves, not by walking back from now.
         start = _ms(self.t) - round(seconds * 1000)
-        i = len(self.polls)
-        while i > 0 and _ms(self.polls[i - 1].t) >= start:
-            i -= 1
-        return i
+        return bisect_left(self.polls, start, key=_poll_ms)
 
     def run_start(self, value: Callable[[Poll], object]) -> float:
         """When the current run of equal ``value`` began: the earliest poll from which on

@@ -28,6 +28,7 @@ from agent.aggregation.rules import (
     threads_fewer_than_tasks,
 )
 from agent.aggregation.rules.base import Evaluation, Gauge, Judgement, Rule
+from agent.aggregation.rules.rates import Rates
 from agent.aggregation.rules.topology_names import with_subtopology_names
 from agent.aggregation.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
@@ -59,7 +60,17 @@ class Verdict:
 
     t: float
     judgements: tuple[Judgement, ...]
-    gauges: tuple[Gauge, ...]
+    # The loads behind the load gauges (None: no load gauges, rules other than GROUP_RULES).
+    rates: Rates | None = None
+
+    @property
+    def gauges(self) -> tuple[Gauge, ...]:
+        """The load gauges, then each rule's. Built when read: only a series' newest
+        verdict's reach /metrics, and a replay judges every poll."""
+        gauges = load_gauges_of(self.rates) if self.rates is not None else []
+        for judgement in self.judgements:
+            gauges += judgement.gauges
+        return tuple(gauges)
 
 
 def judge_poll(
@@ -79,15 +90,17 @@ def judge_poll(
                 found=tuple(with_subtopology_names(f, subtopologies) for f in judgement.found),
             )
         ev.judged[judgement.kind] = judgement
-    gauges = [*load_gauges(ev)] if rules is GROUP_RULES else []
-    for judgement in ev.judged.values():
-        gauges += judgement.gauges
-    return Verdict(window.t, tuple(ev.judged.values()), tuple(gauges))
+    rates = ev.rates if rules is GROUP_RULES else None
+    return Verdict(window.t, tuple(ev.judged.values()), rates)
 
 
 def load_gauges(ev: Evaluation) -> list[Gauge]:
     """Partition rates, task rates, thread and instance loads at the judged poll."""
-    rates = ev.rates
+    return load_gauges_of(ev.rates)
+
+
+def load_gauges_of(rates: Rates) -> list[Gauge]:
+    """Partition rates, task rates, thread and instance loads of a poll's ``rates``."""
     gauges = [
         Gauge(PARTITION_RATE, p.rate, topic=p.topic, partition=p.partition)
         for p in rates.partitions

@@ -81,13 +81,28 @@ The status goes to /metrics at every poll: per group, 1 for its status and 0 for
 others, and how many partitions are in each status.
 """
 
+import itertools
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
+import numpy as np
+import numpy.typing as npt
+
 from agent.aggregation.facts import Member, Partition, Poll
 from agent.aggregation.results import GROUP_STATUS, GROUP_STATUS_PARTITIONS, RESTORE_REMAINING
 from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement, counted, thread_name
+from agent.aggregation.rules.columns import (
+    COMMITTED,
+    KNOWN,
+    LAG,
+    OWNED,
+    Bools,
+    Floats,
+    Ints,
+    PartitionColumns,
+    partition_columns,
+)
 from agent.aggregation.rules.no_live_consumers import KIND as NO_LIVE_CONSUMERS
 from agent.aggregation.rules.rebalance_loop import KIND as REBALANCE_LOOP
 from agent.aggregation.rules.restore_stalled import KIND as RESTORE_STALLED
@@ -288,14 +303,14 @@ def judge(ev: Evaluation) -> Judgement:
         # Members or offsets not read: no status is better than a wrong one.
         return Judgement(KIND, judged=False)
     p = ev.params
-    statuses, unassigned = _statuses(ev)
+    statuses, ok, unassigned = _statuses(ev)
     by_status: dict[str, list[_Status]] = {s: [] for s in STATUSES}
     for st in statuses:
         by_status[st.status].append(st)
-    group_status = next((s for s in STATUSES if by_status[s]), OK)
-    gauges = _STATUS_GAUGES[group_status] + _partition_gauges(
-        tuple(len(by_status[s]) for s in STATUSES)
-    )
+    counts = {s: len(by_status[s]) for s in STATUSES}
+    counts[OK] += ok
+    group_status = next((s for s in STATUSES if counts[s]), OK)
+    gauges = _STATUS_GAUGES[group_status] + _partition_gauges(tuple(counts[s] for s in STATUSES))
     if now.rebalancing:
         return Judgement(KIND, judged=False, gauges=gauges)
     severities = {
@@ -312,52 +327,305 @@ def judge(ev: Evaluation) -> Judgement:
     reported = [s for s in STATUSES if reportable.get(s)]
     if not reported:
         return Judgement(KIND, judged=True, gauges=gauges)
-    found = _found(ev, group_status, reported, severities, reportable, by_status, unassigned)
+    found = _found(ev, group_status, reported, severities, reportable, counts, unassigned)
     return Judgement(KIND, judged=True, found=(found,), gauges=gauges)
 
 
 # -- the statuses -------------------------------------------------------------------------
 
 
-def _statuses(ev: Evaluation) -> tuple[list[_Status], int]:
-    """Every judged partition's status at the judged poll, in the newest poll's order, and
-    how many partitions got none (stuck, but owned by no member of a live group)."""
+def _statuses(ev: Evaluation, *, by_row: bool = False) -> tuple[list[_Status], int, int]:
+    """Every judged partition's status at the judged poll but ok, in the newest poll's
+    order; how many are ok; and how many partitions got none (stuck, but owned by no
+    member of a live group).
+
+    The window's partitions are judged all at once, as columns (``_Columns``); a
+    partition whose rows do not fit them (a row missing or without an offset or a lag,
+    an offset that went back) is walked row by row (``_Track.follow``), as are all of
+    them when ``by_row`` (the tests compare both)."""
     w, now, span = ev.window, ev.now, ev.params.consumer_status_window
     rows = now.partitions or ()
-    tracks = [
-        _Track(i, now.t, row)
-        for i, row in enumerate(rows)
-        if row.committed is not None and row.lag is not None
-    ]
-    if not tracks:
-        return [], 0
+    index = _judged_rows(rows)
+    if not index:
+        return [], 0, 0
     cut = now.t - span  # a run that began at or before this spans the window
     walked, first = _walked(w, span)
-    _walk(tracks, walked, cut, span / QUARTERS)
+    quarter, last = span / QUARTERS, QUARTERS - 1
+    # The quarter of the window each poll walked falls in (0: the oldest; -1: before it).
+    quarters = [
+        max(min(int((poll.t - cut) // quarter), last), 0) if inside else -1
+        for poll, inside in walked
+    ]
     members_now = now.member_count > 0
     members_throughout = members_now and _members_throughout(w.polls, cut)
+    columns = None
+    if walked and not by_row:
+        columns = _Columns.of(now, index, walked, quarters, cut)
     statuses = []
-    unassigned = 0
-    for tr in tracks:
-        stuck = tr.lag > 0 and tr.stuck_since <= cut
-        if stuck and not members_now:
-            status = STOPPED
-        elif stuck and members_throughout:
-            if not tr.owned:
-                unassigned += 1  # no member reads it: a topic the group left
-                continue
-            status = STALLED
-        elif tr.rewind_at is not None:
-            status = REWOUND
-        elif tr.lagging:
-            status = LAGGING
+    ok = unassigned = 0
+    older: list[_Older] | None = None
+    if columns is None:
+        positions: Sequence[int] = range(len(index))
+    else:
+        codes = columns.codes(members_now, members_throughout)
+        ok = int(np.count_nonzero(codes == _OK))
+        unassigned = int(np.count_nonzero(codes == _UNASSIGNED))
+        positions = np.flatnonzero(codes > _UNASSIGNED).tolist()
+    for k in positions:
+        i = index[k]
+        status: str | None
+        if columns is not None and columns.clean[k]:
+            tr = columns.track(k, i, rows[i])
+            status = _CODES[int(columns.status[k])]
         else:
-            status = OK
-        statuses.append(_Status(status, tr, rows[tr.index].owner))
+            tr = _Track(i, now.t, rows[i])
+            if older is None:
+                older = [_Older(poll, q) for (poll, _), q in zip(walked, quarters, strict=True)]
+            tr.follow(older)
+            status = _status_of(tr, cut, members_now=members_now, throughout=members_throughout)
+        if status is None:
+            unassigned += 1
+        elif status == OK:
+            ok += 1
+        else:
+            statuses.append(_Status(status, tr, rows[i].owner))
     stuck_tracks = [st.track for st in statuses if st.status in (STALLED, STOPPED)]
     if stuck_tracks:
         _walk_further(stuck_tracks, w.polls, first)
-    return statuses, unassigned
+    return statuses, ok, unassigned
+
+
+def _judged_rows(rows: tuple[Partition, ...]) -> list[int]:
+    """The newest poll's rows with a committed offset and a lag: those judged."""
+    columns = partition_columns(rows) if rows else None
+    if columns is not None and columns.values[KNOWN].all():
+        return list(range(len(rows)))
+    return [i for i, row in enumerate(rows) if row.committed is not None and row.lag is not None]
+
+
+def _status_of(tr: _Track, cut: float, *, members_now: bool, throughout: bool) -> str | None:
+    """A partition's status (None: stuck but no member's, so none)."""
+    stuck = tr.lag > 0 and tr.stuck_since <= cut
+    if stuck and not members_now:
+        return STOPPED
+    if stuck and throughout:
+        if not tr.owned:
+            return None  # no member reads it: a topic the group left
+        return STALLED
+    if tr.rewind_at is not None:
+        return REWOUND
+    if tr.lagging:
+        return LAGGING
+    return OK
+
+
+# Status codes of the columns: ok and unassigned are counted, the others listed.
+_OK, _UNASSIGNED, _STALLED, _STOPPED, _LAGGING, _BY_ROW = range(6)
+_CODES: dict[int, str] = {_STALLED: STALLED, _STOPPED: STOPPED, _LAGGING: LAGGING}
+
+
+class _Columns:
+    """The judged partitions over the window, as ``_Track.follow`` would find them, all at
+    once: one row per poll walked (newest first), one column per judged partition of the
+    newest poll. A column is *clean* when every poll walked has its row, with an offset
+    and a lag, and its offset never went back: then its runs, quarters and status follow
+    from the arrays; other columns are walked row by row."""
+
+    __slots__ = (
+        "clean",
+        "committed_since",
+        "first_lag",
+        "floors",
+        "lag_run",
+        "lag_since",
+        "lagging",
+        "moved",
+        "newer",
+        "newer_t",
+        "owned",
+        "peak",
+        "status",
+        "stuck",
+    )
+    clean: Bools
+    committed_since: Floats
+    first_lag: Ints | None
+    floors: list[Ints | None]
+    lag_run: Bools
+    lag_since: Floats
+    lagging: Bools
+    moved: Bools
+    newer: Ints
+    newer_t: float
+    owned: Bools
+    peak: Ints | None
+    status: Ints
+    stuck: Bools
+
+    @classmethod
+    def of(
+        cls,
+        now: Poll,
+        index: list[int],
+        walked: list[tuple[Poll, bool]],
+        quarters: list[int],
+        cut: float,
+    ) -> "_Columns | None":
+        """None when some poll's offsets do not fit 64-bit integers: walked row by row."""
+        rows = _window_rows(now, index, walked)
+        if rows is None:
+            return None
+        self = cls()
+        self._runs(now, walked, rows, cut)
+        self._quarters(rows, quarters)
+        return self
+
+    def _runs(self, now: Poll, walked: list[tuple[Poll, bool]], rows: "_Rows", cut: float) -> None:
+        """The offset's run and the lag's, back from the newest poll; whether it moved."""
+        committed = rows.committed
+        last = len(committed)
+        # The offset at the row before (newer), and whether it moved, or went back.
+        newer = np.empty_like(committed)
+        newer[0] = rows.now[COMMITTED]
+        newer[1:] = committed[:-1]
+        changed = committed != newer
+        went_back = (committed > newer).any(0)
+        self.clean = np.logical_and(rows.walked[:, KNOWN].all(0), ~went_back)
+        self.moved = changed.any(0)
+        # Times of the newest poll (0) and of each poll walked (1...): a run that ends at
+        # walked poll j began at time j (the row before it).
+        times = np.array([now.t, *(poll.t for poll, _ in walked)])
+        self.committed_since = np.where(self.moved, times[changed.argmax(0)], times[last])
+        self.newer, self.newer_t = committed[last - 1], float(times[last])
+        waiting = rows.now[LAG] > 0
+        caught_up = rows.lag <= 0
+        ended = caught_up.any(0)
+        self.lag_run = waiting & ~ended
+        self.lag_since = np.where(
+            waiting, np.where(ended, times[caught_up.argmax(0)], times[last]), now.t
+        )
+        self.stuck = waiting & (np.maximum(self.committed_since, self.lag_since) <= cut)
+
+    def _quarters(self, rows: "_Rows", quarters: list[int]) -> None:
+        """Within the window: whether a member owned it, the least lag per quarter, the
+        first quarter's greatest, the oldest lag; and so whether it is lagging."""
+        lag, now_lag = rows.lag, rows.now[LAG]
+        at = _rows_of(quarters)
+        inside = [j for j, q in enumerate(quarters) if q >= 0]
+        self.owned = rows.now[OWNED] > 0
+        self.first_lag = None
+        if inside:
+            self.owned = self.owned | (rows.walked[inside, OWNED] > 0).any(0)
+            self.first_lag = lag[inside[-1]]
+        floors: list[Ints | None] = [
+            lag[at[quarter]].min(0) if quarter in at else None for quarter in range(QUARTERS)
+        ]
+        floors[-1] = now_lag if floors[-1] is None else np.minimum(floors[-1], now_lag)
+        self.floors = floors
+        self.peak = lag[at[0]].max(0) if 0 in at else None
+        lagging = self.moved & (now_lag > 0)
+        rising = [f for f in floors if f is not None]
+        if self.peak is None or len(rising) < QUARTERS:
+            lagging &= False
+        else:
+            for before, floor in itertools.pairwise(rising):
+                lagging &= floor > before
+            lagging &= rising[-1] > self.peak
+        self.lagging = lagging
+
+    def codes(self, members_now: bool, throughout: bool) -> npt.NDArray[np.int64]:
+        """Each column's status code (``_BY_ROW``: not clean, walk it row by row)."""
+        stuck = self.stuck
+        status = np.where(self.lagging, _LAGGING, _OK)
+        if not members_now:
+            status = np.where(stuck, _STOPPED, status)
+        elif throughout:
+            status = np.where(stuck, np.where(self.owned, _STALLED, _UNASSIGNED), status)
+        self.status = status
+        return np.where(self.clean, status, _BY_ROW)
+
+    def track(self, k: int, i: int, row: Partition) -> _Track:
+        """Column ``k`` (the newest poll's row ``i``) as the track its walk would leave."""
+        tr = _Track(i, 0.0, row)
+        moved = bool(self.moved[k])
+        tr.committed_run, tr.committed_since = not moved, float(self.committed_since[k])
+        tr.lag_run, tr.lag_since = bool(self.lag_run[k]), float(self.lag_since[k])
+        tr.newer, tr.newer_t = int(self.newer[k]), self.newer_t
+        tr.moved, tr.owned = moved, bool(self.owned[k])
+        tr.floors = [None if f is None else int(f[k]) for f in self.floors]
+        tr.first_peak = None if self.peak is None else int(self.peak[k])
+        tr.first_lag = None if self.first_lag is None else int(self.first_lag[k])
+        return tr
+
+
+def _rows_of(quarters: list[int]) -> dict[int, slice | list[int]]:
+    """The rows walked of each quarter: a slice where they follow one another (always,
+    in a window ordered by time), else their indices."""
+    at: dict[int, list[int]] = {}
+    for j, q in enumerate(quarters):
+        at.setdefault(q, []).append(j)
+    return {
+        q: slice(js[0], js[-1] + 1) if js[-1] - js[0] + 1 == len(js) else js for q, js in at.items()
+    }
+
+
+class _Rows(NamedTuple):
+    """The judged partitions' rows: the newest poll's, shape (4, partitions), and each
+    poll walked's (newest first), shape (polls, 4, partitions); ``columns.COMMITTED`` ...
+    index the second axis."""
+
+    now: Ints
+    walked: Ints
+
+    @property
+    def committed(self) -> Ints:
+        return self.walked[:, COMMITTED]
+
+    @property
+    def lag(self) -> Ints:
+        return self.walked[:, LAG]
+
+
+def _window_rows(now: Poll, index: list[int], walked: list[tuple[Poll, bool]]) -> _Rows | None:
+    mine = partition_columns(now.partitions or ())
+    if mine is None:
+        return None
+    per_poll = []
+    for poll, _ in walked:
+        theirs = partition_columns(poll.partitions or ())
+        if theirs is None:
+            return None
+        same = theirs.keys is mine.keys or theirs.keys == mine.keys
+        per_poll.append(theirs.values if same else _aligned(theirs, mine.keys))
+    rows = _Rows(mine.values, np.array(per_poll))
+    if len(index) == len(mine.keys):
+        return rows
+    sel = np.array(index, dtype=np.intp)
+    return _Rows(rows.now[:, sel], rows.walked[:, :, sel])
+
+
+def _aligned(theirs: PartitionColumns, keys: tuple[tuple[str, int], ...]) -> Ints:
+    """An older poll's columns in the newest poll's row order, as ``_Older.at`` finds each
+    row (at the same place, else by its key: the last row of that key); a row not found
+    is unknown, owned by nobody."""
+    count = len(theirs.keys)
+    by_key: dict[tuple[str, int], int] | None = None
+    at = []
+    for i, key in enumerate(keys):
+        if i < count and theirs.keys[i] == key:
+            at.append(i)
+            continue
+        if by_key is None:
+            by_key = {k: j for j, k in enumerate(theirs.keys)}
+        at.append(by_key.get(key, -1))
+    if count == 0:
+        return np.zeros((4, len(keys)), dtype=np.int64)
+    found = np.array(at, dtype=np.intp)
+    missing = found < 0
+    found[missing] = 0
+    values = theirs.values[:, found]
+    values[KNOWN:, missing] = 0  # neither known nor owned
+    return values
 
 
 def _walked(w: SeriesWindow, span: float) -> tuple[list[tuple[Poll, bool]], int]:
@@ -402,19 +670,6 @@ class _Older:
         return self.by_key.get((topic, number))
 
 
-def _walk(
-    tracks: list[_Track], walked: list[tuple[Poll, bool]], cut: float, quarter: float
-) -> None:
-    """Every partition's older rows."""
-    last = QUARTERS - 1
-    older = [
-        _Older(poll, max(min(int((poll.t - cut) // quarter), last), 0) if in_window else -1)
-        for poll, in_window in walked
-    ]
-    for tr in tracks:
-        tr.follow(older)
-
-
 def _walk_further(tracks: list[_Track], polls: Sequence[Poll], end: int) -> None:
     """Stuck partitions' rows in ``polls[:end]`` (older than the window), newest first,
     while a run of theirs goes on."""
@@ -439,7 +694,7 @@ def _members_throughout(polls: Sequence[Poll], cut: float) -> bool:
         poll = polls[i]
         if poll.errors:
             continue
-        if poll.member_count == 0:
+        if not poll.members:
             return False
         if poll.t <= cut:
             return True
@@ -503,7 +758,7 @@ def _found(  # noqa: PLR0917 - one finding's every part
     reported: list[str],
     severities: Mapping[str, str],
     reportable: Mapping[str, list[_Status]],
-    by_status: Mapping[str, list[_Status]],
+    counts: Mapping[str, int],
     unassigned: int,
 ) -> Found:
     now, span = ev.now, ev.params.consumer_status_window
@@ -518,10 +773,10 @@ def _found(  # noqa: PLR0917 - one finding's every part
         "members": now.member_count,
         "group_state": now.state,
         "lag_records": now.lag_total,
-        "partition_counts": {s: len(by_status[s]) for s in STATUSES},
+        "partition_counts": dict(counts),
         "unassigned_partitions": unassigned,
         # Stalled, but a restore's: restore_stalled speaks for them.
-        "stalled_restoring": len(by_status[STALLED]) - len(reportable.get(STALLED, ())),
+        "stalled_restoring": counts[STALLED] - len(reportable.get(STALLED, ())),
     }
     since = now.t
     for status in reported:

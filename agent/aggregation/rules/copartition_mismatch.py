@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
-from agent.aggregation.facts import Poll
+from agent.aggregation.facts import Member, Poll, Subtopology
 from agent.aggregation.rules.base import Evaluation, Found, Judgement
 from agent.model.findings import FindingSubject
 from agent.model.records import JsonObject
@@ -101,9 +101,32 @@ def judge(ev: Evaluation) -> Judgement:
     return Judgement(KIND, judged=True, found=(_found(ev, assessment, run_since),))
 
 
+# Assessments by what they read: polls share their members and topology with the poll
+# before while unchanged, and the topics' partition counts rarely change (their sizes do),
+# so most polls are assessed as one before.
+_Facts = tuple[int, int, str, bool, tuple[tuple[str, int], ...]]
+_Parts = tuple[tuple[Member, ...], tuple[Subtopology, ...]]
+_assessed: dict[_Facts, tuple[_Parts, "_Assessment | None"]] = {}
+_ASSESSED_KEPT = 1024
+
+
 def _assess(poll: Poll) -> _Assessment | None:
     """None when the poll cannot be judged: its sources unknown, or no mismatch while
     some count is unknown."""
+    counts = tuple((t.name, t.partitions) for t in poll.topics)
+    key = (id(poll.members), id(poll.subtopologies), poll.state, poll.is_streams, counts)
+    hit = _assessed.get(key)
+    if hit is not None and hit[0][0] is poll.members and hit[0][1] is poll.subtopologies:
+        return hit[1]
+    assessment = _assess_anew(poll, dict(counts))
+    if len(_assessed) >= _ASSESSED_KEPT:
+        _assessed.clear()
+    # Held with the parts it was worked out from: their ids stay theirs.
+    _assessed[key] = ((poll.members, poll.subtopologies), assessment)
+    return assessment
+
+
+def _assess_anew(poll: Poll, counts: dict[str, int]) -> _Assessment | None:
     from_topology = True
     sources = _topology_sources(poll)
     if not sources:
@@ -111,7 +134,6 @@ def _assess(poll: Poll) -> _Assessment | None:
         sources = _task_sources(poll) if _tasks_known(poll) else {}
     if not sources:
         return None
-    counts = {t.name: t.partitions for t in poll.topics}
     reads = [_reads(sub, topics, counts) for sub, topics in sources.items()]
     mismatches = tuple(sorted((r for r in reads if r.mismatched), key=_subtopology_order))
     if not mismatches and any(r.undecided for r in reads):

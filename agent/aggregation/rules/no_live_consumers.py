@@ -44,6 +44,8 @@ def _generation(poll: Poll) -> int | None:
 
 def judge(ev: Evaluation) -> Judgement:
     p, w, now = ev.params, ev.window, ev.now
+    if now.members:
+        return Judgement(KIND, judged=True)  # it holds only without a member (below)
     emptied_at = w.run_start(lambda poll: poll.member_count == 0)
     if now.member_count == 0 and now.t - emptied_at < p.thread_death_grace:
         return Judgement(KIND, judged=False)

@@ -64,6 +64,11 @@ def _skewed(ev: Evaluation, known: Sequence[PartitionRate]) -> list[_Skewed]:
         partitions = max(info.partitions if info is not None else 0, len(rates))
         if topic_rate <= 0 or partitions < p.skew_min_partitions:
             continue
+        # A share grows with the rate: when the busiest partition's is below the bar, all
+        # are (most topics, most polls).
+        busiest = max(r.rate or 0.0 for r in rates)
+        if busiest / topic_rate < p.skew_min_share or busiest < p.min_hot_rate:
+            continue
         for r in rates:
             rate = r.rate or 0.0
             if rate / topic_rate >= p.skew_min_share and rate >= p.min_hot_rate:

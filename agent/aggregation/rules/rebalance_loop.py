@@ -131,6 +131,9 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
 
     ``polls`` is the series' whole stored history: the first poll's time and the last
     Stable poll before ``first`` are read from all of it."""
+    steady = _steady(polls, first)
+    if steady is not None:
+        return steady
     series_start = polls[0].t
     next_stable = _next_stable(polls, first)
     last_stable = _last_stable_before(polls, first)
@@ -176,6 +179,50 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
         )
         if poll.stable:
             last_stable = poll
+    return out
+
+
+class _Columns(NamedTuple):
+    """``PollRebalances`` of a window, field by field (one tuple per field)."""
+
+    events: tuple[int, ...]
+    exact: tuple[bool, ...]
+    stored: tuple[int, ...]
+    unseen: tuple[int, ...]
+    probing: tuple[int, ...]
+    formation: tuple[int, ...]
+    unstable_seconds: tuple[float, ...]
+    formation_unstable_seconds: tuple[float, ...]
+    empty_seconds: tuple[float, ...]
+
+
+_NO_POLL = _Columns((), (), (), (), (), (), (), (), ())
+
+
+# A poll of a steady group: nothing happened since the previous poll, counted from the
+# generations (or epochs, or the rebalances listed), or not countable (the series' first
+# poll, nothing known).
+_STILL = PollRebalances(0, True, 0, 0, 0, 0, 0.0, 0.0, 0.0)
+_UNCOUNTED = PollRebalances(0, False, 0, 0, 0, 0, 0.0, 0.0, 0.0)
+
+
+def _steady(polls: Sequence[Poll], first: int) -> list[PollRebalances] | None:
+    """``rebalance_events`` of a window (and the poll before it) where the group stayed
+    Stable with the same members (one shared tuple) and no generation went by, as most
+    windows are: no event at any poll. None: not such a window."""
+    start = max(first - 1, 0)
+    members = polls[start].members
+    for i in range(start, len(polls)):
+        poll = polls[i]
+        if poll.state != "Stable" or poll.members is not members:
+            return None
+    series_start = polls[0].t
+    out = []
+    for i in range(first, len(polls)):
+        exact = _exact_events(polls[i], polls[i - 1], series_start) if i > 0 else None
+        if exact:
+            return None
+        out.append(_UNCOUNTED if exact is None else _STILL)
     return out
 
 
@@ -525,13 +572,15 @@ def judge(ev: Evaluation) -> Judgement:
     window = w.looking_back(p.loop_window)
     forming_until = formation_end(polls, p.loop_window)
     per_poll = rebalance_events(polls, len(polls) - len(window), forming_until)
-    events = sum(r.events for r in per_poll)
-    probing = sum(r.probing for r in per_poll)
-    unseen = sum(r.unseen for r in per_poll)
-    formation = sum(r.formation for r in per_poll)
-    unstable = sum(r.unstable_seconds for r in per_poll)
+    # Column by column (summed in C): the same sums, in the same order.
+    column = _Columns(*zip(*per_poll, strict=True)) if per_poll else _NO_POLL
+    events = sum(column.events)
+    probing = sum(column.probing)
+    unseen = sum(column.unseen)
+    formation = sum(column.formation)
+    unstable = sum(column.unstable_seconds)
     unstable_ratio = min(unstable / p.loop_window, 1.0)
-    formation_unstable = sum(r.formation_unstable_seconds for r in per_poll)
+    formation_unstable = sum(column.formation_unstable_seconds)
     unstable_beyond_formation = min((unstable - formation_unstable) / p.loop_window, 1.0)
     gauges = (Gauge(REBALANCES, float(events)), Gauge(UNSTABLE_RATIO, unstable_ratio))
     stayed_empty = _stayed_empty(now, w.previous)
@@ -580,7 +629,7 @@ def judge(ev: Evaluation) -> Judgement:
         return Judgement(KIND, judged=judged, gauges=gauges)
 
     record = group_record(polls)
-    stored = sum(r.stored for r in per_poll) if any(r.exact for r in per_poll) else None
+    stored = sum(column.stored) if any(column.exact) else None
     # The group went round and round with its generation known, yet none was stored.
     unstored = (
         unfinished.generation is not None
@@ -590,7 +639,7 @@ def judge(ev: Evaluation) -> Judgement:
     cause = _likely_cause(
         churn, unseen, record, p.metadata_size_ratio, unstored=unstored, stuck=stuck
     )
-    empty_ratio = min(sum(r.empty_seconds for r in per_poll) / p.loop_window, 1.0)
+    empty_ratio = min(sum(column.empty_seconds) / p.loop_window, 1.0)
     explained = probing + formation + churn_explained
     if stuck and unfinished is not None:
         explanation = _unfinished_text(ev.group, now.t, unfinished, cause)
@@ -611,7 +660,7 @@ def judge(ev: Evaluation) -> Judgement:
         "unstable_ratio": rounded(unstable_ratio),
         "empty_ratio": rounded(empty_ratio),
         "window_seconds": float(p.loop_window),
-        "events_from": "exact" if any(r.exact for r in per_poll) else "inferred",
+        "events_from": "exact" if any(column.exact) else "inferred",
         "likely_cause": cause,
         "members_rejoining": [r._asdict() for r in churn.rejoining],
         "members_came_and_went": churn.came_and_went,

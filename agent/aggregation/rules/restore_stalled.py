@@ -67,7 +67,16 @@ with a sidecar that names its instance.
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
-from agent.aggregation.facts import Member, Partition, Poll, Sidecar, Task, Topic, TopicPartition
+from agent.aggregation.facts import (
+    Member,
+    Partition,
+    Poll,
+    Sidecar,
+    Subtopology,
+    Task,
+    Topic,
+    TopicPartition,
+)
 from agent.aggregation.results import RESTORE_ETA, RESTORE_RATE, RESTORE_REMAINING
 from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement, rounded
 from agent.model.findings import FindingSubject
@@ -122,10 +131,33 @@ class Owned(NamedTuple):
     topics: list[str]
 
 
+# Owners by what they are read from: the changelogs listed, and the topology and members
+# (shared with the poll before while unchanged), so most polls find the poll before's.
+_OwnersOf = tuple[str, tuple[str, ...], int, int]
+_owners: dict[
+    _OwnersOf, tuple[tuple[Subtopology, ...], tuple[Member, ...], dict[str, "Owned"]]
+] = {}
+_OWNERS_KEPT = 1024
+
+
 def changelog_owners(group: str, poll: Poll) -> dict[str, Owned]:
-    """Sub-topology -> the changelog topics it owns, at ``poll`` (the newest)."""
+    """Sub-topology -> the changelog topics it owns, at ``poll`` (the newest). Shared by
+    the polls that read alike: not to be changed."""
     # A changelog without end offsets has no partition to restore: as if not listed.
-    changelogs = list(dict.fromkeys(topic for topic, ends in poll.changelog_ends or () if ends))
+    changelogs = tuple(dict.fromkeys(topic for topic, ends in poll.changelog_ends or () if ends))
+    key = (group, changelogs, id(poll.subtopologies), id(poll.members))
+    hit = _owners.get(key)
+    if hit is not None and hit[0] is poll.subtopologies and hit[1] is poll.members:
+        return hit[2]
+    owners = _changelog_owners(group, poll, changelogs)
+    if len(_owners) >= _OWNERS_KEPT:
+        _owners.clear()
+    # Held with the parts they were worked out from: their ids stay theirs.
+    _owners[key] = (poll.subtopologies, poll.members, owners)
+    return owners
+
+
+def _changelog_owners(group: str, poll: Poll, changelogs: tuple[str, ...]) -> dict[str, Owned]:
     owners: dict[str, Owned] = {}
 
     def own(subtopology: str, how: str, topic: str) -> None:
@@ -155,7 +187,7 @@ def changelog_owners(group: str, poll: Poll) -> dict[str, Owned]:
     return owners
 
 
-def _repartition_readers(group: str, poll: Poll, changelogs: list[str]) -> dict[str, list[str]]:
+def _repartition_readers(group: str, poll: Poll, changelogs: Sequence[str]) -> dict[str, list[str]]:
     """Changelog -> the sub-topologies (sorted) whose tasks read the repartition topic
     named after the same store; changelogs no task's repartition topic names are absent."""
     repartition_of = {
@@ -260,15 +292,17 @@ def _behind_tasks(ev: Evaluation) -> list[_Behind]:
             owned = changelogs.get(task.subtopology)
             if owned is None or not task.partitions:
                 continue
+            if sums is None:
+                sums = dict(m.offset_sums)
+            offset_sum = sums.get(task.task)
+            if offset_sum is not None and offset_sum < 0:
+                continue  # a sentinel (RUNNING_ACTIVE: caught up here)
             share = _changelog_share(task.task, owned)
             if share is None:
                 continue
             names, changelog_end, changelog_bytes = share
-            if sums is None:
-                sums = dict(m.offset_sums)
-            offset_sum = sums.get(task.task)
-            if changelog_end is None or (offset_sum is not None and offset_sum < 0):
-                continue  # unknown ends, or a sentinel (RUNNING_ACTIVE: caught up here)
+            if changelog_end is None:
+                continue  # unknown ends
             # No offset sum for a task: no local state at all, so everything is to restore
             # (a KIP-1071 member reports none: then only if just assigned, below).
             backlog = changelog_end - (offset_sum or 0)

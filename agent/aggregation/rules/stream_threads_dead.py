@@ -224,11 +224,26 @@ class _Sightings:
         return None if seen is None else t - seen
 
 
+# Threads by members, across evaluations: polls share their members while unchanged, so
+# most evaluations find every poll's already worked out. Held with the members they were
+# read from (their ids stay theirs); shared: not to be changed.
+_threads: dict[int, tuple[tuple[Member, ...], Threads]] = {}
+_THREADS_KEPT = 1024
+
+
 def _threads_at(poll: Poll, cache: dict[int, Threads]) -> Threads:
     key = id(poll.members)
     threads = cache.get(key)
     if threads is None:
-        threads = cache[key] = _threads_of(poll.members)
+        hit = _threads.get(key)
+        if hit is not None and hit[0] is poll.members:
+            threads = hit[1]
+        else:
+            threads = _threads_of(poll.members)
+            if len(_threads) >= _THREADS_KEPT:
+                _threads.clear()
+            _threads[key] = (poll.members, threads)
+        cache[key] = threads
     return threads
 
 

@@ -100,10 +100,10 @@ def judge(ev: Evaluation) -> Judgement:
         return Judgement(KIND, judged=False)
     if not _crowded(now, members, p.tasks_per_thread_threshold):
         return Judgement(KIND, judged=True)
-    lags = _LagHistory(ev.window.polls, p.tasks_per_thread_lag_window)
-    floors = next(lags.floors_newest_first())
+    floors = _newest_floors(ev.window.polls, p.tasks_per_thread_lag_window)
     if not _growing(floors, p.tasks_per_thread_min_lag_growth):
         return Judgement(KIND, judged=True)
+    lags = _LagHistory(ev.window.polls, p.tasks_per_thread_lag_window)
     # The group's lag grows: is it the threads' doing?
     left_out = _left_out(ev)
     if left_out is None:
@@ -218,6 +218,43 @@ def _without_progress(ev: Evaluation) -> list[TopicPartition]:
     return sorted(TopicPartition(*key) for key in still)
 
 
+def _quarters(total: int) -> list[tuple[int, int]]:
+    """Each quarter of a look-back of ``total`` ms as (first, last) ms relative to the poll
+    judged: disjoint, the oldest starting ``total`` back (included), the newest ending with
+    the poll."""
+    return [
+        (
+            -total + round(total * q / _QUARTERS),
+            0 if q == _QUARTERS - 1 else -total + round(total * (q + 1) / _QUARTERS) - 1,
+        )
+        for q in range(_QUARTERS)
+    ]
+
+
+def _newest_floors(polls: Sequence[Poll], seconds: float) -> Floors:
+    """The newest poll's quarter floors (``_LagHistory.floors_newest_first``'s first),
+    from the polls of its look-back only: what every judged poll reads, where the history
+    is read only once the lag grows."""
+    quarters = _quarters(round(seconds * 1000))
+    oldest = quarters[0][0]
+    now = int(polls[-1].t * 1000)
+    floors: list[int | None] = [None] * _QUARTERS
+    for poll in reversed(polls):
+        at = int(poll.t * 1000) - now
+        if at < oldest:
+            break  # the window is in time order: the rest is older still
+        if poll.lag_partitions <= 0:
+            continue  # knows no lag
+        lag = poll.lag_total
+        for q, (first, last) in enumerate(quarters):
+            if first <= at <= last:
+                floor = floors[q]
+                if floor is None or lag < floor:
+                    floors[q] = lag
+                break
+    return tuple(floors)
+
+
 class _LagHistory:
     """The window's polls as (ms, known lag): what the quarters and the trend read;
     without the lag of the ``left_out`` partitions when there are some."""
@@ -237,17 +274,7 @@ class _LagHistory:
             (ms, lag) for ms, lag in zip(self.ms, self.lags, strict=True) if lag is not None
         ]
         self.total = round(seconds * 1000)
-        # Each quarter as (first, last) ms relative to the poll judged: disjoint, the
-        # oldest starting ``seconds`` back (included), the newest ending with the poll.
-        self.quarters = [
-            (
-                -self.total + round(self.total * q / _QUARTERS),
-                0
-                if q == _QUARTERS - 1
-                else -self.total + round(self.total * (q + 1) / _QUARTERS) - 1,
-            )
-            for q in range(_QUARTERS)
-        ]
+        self.quarters = _quarters(self.total)
 
     def floors_newest_first(self) -> Iterator[Floors]:
         """Each poll's quarter floors, from the newest poll back: a walk that stops at the
