@@ -25,6 +25,7 @@ from agent.aggregation.facts import Poll
 from agent.aggregation.group import GroupState, step
 from agent.aggregation.results import GaugeRow
 from agent.aggregation.rules import CLUSTER_RULES
+from agent.aggregation.rules.base import Gauge
 from agent.aggregation.state_codec import GroupKey, StoredBucket, decode, encode
 from agent.config.schema import DetectorsConfig
 from agent.model.findings import Finding, FindingEvent
@@ -135,20 +136,7 @@ class Board:
                 )
                 rank = (g.priority, -series.t, agent)
                 if key not in best or rank < best[key][0]:
-                    row = GaugeRow(
-                        metric=g.metric,
-                        cluster=cluster,
-                        group=group,
-                        value=g.value,
-                        process=g.process,
-                        thread=g.thread,
-                        task=g.task,
-                        topic=g.topic,
-                        partition=g.partition,
-                        source=g.source,
-                        status=g.status,
-                    )
-                    best[key] = (rank, row)
+                    best[key] = (rank, gauge_row(g, cluster, group))
         return [row for _rank, row in best.values()]
 
     # -- what survives a restart ---------------------------------------------------------
@@ -184,6 +172,23 @@ class Board:
             )
             board.clusters = {cluster: state for (cluster, _group), state in states.items()}
         return board
+
+
+def gauge_row(gauge: Gauge, cluster: str, group: str) -> GaugeRow:
+    """A rule's gauge as the job exposes it: with its group's labels."""
+    return GaugeRow(
+        metric=gauge.metric,
+        cluster=cluster,
+        group=group,
+        value=gauge.value,
+        process=gauge.process,
+        thread=gauge.thread,
+        task=gauge.task,
+        topic=gauge.topic,
+        partition=gauge.partition,
+        source=gauge.source,
+        status=gauge.status,
+    )
 
 
 def _as_poll(cp: ClusterPoll) -> Poll:

@@ -14,6 +14,7 @@ from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from tests.support.agent_process import metric, running_agent
+from tests.support.kafka_io import commit_group_offset
 from tests.support.streams import unique_name
 
 pytestmark = pytest.mark.integration
@@ -22,36 +23,11 @@ STOP_WITHIN_SECONDS = 5.0
 
 
 def commit_offset(kafka: EmbeddedKafka, group: str, topic: str, offset: int) -> None:
-    """Commit for a group without members (retried while coordinators load)."""
-    from kafka import TopicPartition  # noqa: PLC0415 - slow import
-    from kafka.admin import KafkaAdminClient  # noqa: PLC0415
-    from kafka.errors import KafkaError  # noqa: PLC0415
-    from kafka.structs import OffsetAndMetadata  # noqa: PLC0415
+    from kafka.admin import KafkaAdminClient  # noqa: PLC0415 - slow import
 
     admin = KafkaAdminClient(bootstrap_servers=kafka.bootstrap_servers)
-
-    def committed() -> bool:
-        try:
-            results = admin.alter_group_offsets(
-                group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)}
-            )
-        except KafkaError as e:
-            if e.retriable:
-                return False
-            raise
-        # Errors per partition come back as values (a topic not yet known: retriable).
-        errors = [e for e in results.values() if e.__name__ != "NoError"]
-        if any(not e.retriable for e in errors):
-            raise RuntimeError(f"committing for {group} failed: {errors}")
-        return not errors
-
     try:
-        wait_until(committed, timeout=60, what=f"a commit for {group}", interval=0.5)
-        wait_until(
-            lambda: any(g["group_id"] == group for g in admin.list_groups()),
-            timeout=30,
-            what=f"{group} to be listed",
-        )
+        commit_group_offset(admin, group, topic, offset)
     finally:
         admin.close()
 

@@ -11,15 +11,13 @@ from collections.abc import Iterator
 import pytest
 from kafka import KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient
-from kafka.errors import KafkaError
-from kafka.structs import OffsetAndMetadata
 
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.embedded.kafka import EmbeddedKafka
-from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from agent.model import AgentInfo, PartitionInfo
+from tests.support.kafka_io import commit_group_offset
 from tests.support.streams import unique_name
 
 pytestmark = pytest.mark.integration
@@ -65,33 +63,6 @@ def produce_at(producer: KafkaProducer, topic: str, times_ms: list[int]) -> None
     producer.flush()
 
 
-def commit(admin: KafkaAdminClient, group: str, topic: str, offset: int) -> None:
-    """Commit for the group (retried while the broker is still creating its coordinators)."""
-
-    def committed() -> bool:
-        try:
-            results = admin.alter_group_offsets(
-                group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)}
-            )
-        except KafkaError as e:
-            if e.retriable:
-                return False
-            raise
-        # Errors per partition come back as values (a topic not yet known: retriable).
-        errors = [e for e in results.values() if e.__name__ != "NoError"]
-        if any(not e.retriable for e in errors):
-            raise RuntimeError(f"committing for {group} failed: {errors}")
-        return not errors
-
-    wait_until(committed, timeout=60, what=f"a commit for {group}", interval=0.5)
-    wait_until(
-        lambda: any(g["group_id"] == group for g in admin.list_groups()),
-        timeout=30,
-        what=f"{group} to be listed",
-        interval=0.2,
-    )
-
-
 def partition_of(poller: ClusterPoller, group: str) -> tuple[PartitionInfo, int]:
     """The group's one partition, and the ListOffsets requests that poll sent."""
     result = poller.poll()
@@ -115,7 +86,7 @@ def test_a_consumer_stuck_forty_minutes_reads_within_one_poll_of_the_truth(
     clock = StepClock(start)
     poller = poller_for(edge, group, clock)
     produce_at(producer, topic, [int((start - 9 + i) * 1000) for i in range(5)])
-    commit(admin, group, topic, 2)
+    commit_group_offset(admin, group, topic, 2)
     stuck_since = start - 9 + 2  # the time of record 2, the first one not consumed
     worst = 0.0
     for step in range(1, 241):  # 40 minutes of polls
@@ -143,7 +114,7 @@ def test_an_agent_started_on_an_hour_old_backlog_reads_an_hour_at_its_first_poll
     hour_ago = time.time() - 3600
     # 720 records over the hour, one every 5 s; the group is stuck at record 3.
     produce_at(producer, topic, [int((hour_ago + 5 * i) * 1000) for i in range(720)])
-    commit(admin, group, topic, 3)
+    commit_group_offset(admin, group, topic, 3)
     poller = poller_for(edge, group)
 
     first, first_requests = partition_of(poller, group)
@@ -159,7 +130,7 @@ def test_an_agent_started_on_an_hour_old_backlog_reads_an_hour_at_its_first_poll
     assert second_requests == 1, "dated once: the second poll asks only for the latest offsets"
 
     # The group rewinds to the middle of the backlog: dated again, that part only.
-    commit(admin, group, topic, 360)
+    commit_group_offset(admin, group, topic, 360)
     rewound, _ = partition_of(poller, group)
     truth = time.time() - (hour_ago + 5 * 360)
     assert rewound.lag_seconds == pytest.approx(truth, abs=max(5.0, 0.01 * truth))
@@ -173,7 +144,7 @@ def test_a_backlog_deleted_by_retention_reads_as_a_lower_bound(
     create_topics(kafka.bootstrap_servers, {topic: 1})
     hour_ago = time.time() - 3600
     produce_at(producer, topic, [int((hour_ago + 60 * i) * 1000) for i in range(60)])
-    commit(admin, group, topic, 5)
+    commit_group_offset(admin, group, topic, 5)
     admin.delete_records({TopicPartition(topic, 0): 30})  # the group's record is gone
 
     partition, _ = partition_of(poller_for(edge, group), group)

@@ -2,8 +2,13 @@
 
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics, end_offsets
+
+if TYPE_CHECKING:
+    from kafka.admin import KafkaAdminClient
 
 
 def read_all(
@@ -62,3 +67,34 @@ def commit_offsets(
         )
     finally:
         consumer.close()
+
+
+def commit_group_offset(admin: "KafkaAdminClient", group: str, topic: str, offset: int) -> None:
+    """Commit ``offset`` on partition 0 of ``topic`` for a group without members (retried
+    while the broker is still creating its coordinators), then wait until it is listed."""
+    from kafka import TopicPartition  # noqa: PLC0415 - slow import
+    from kafka.errors import KafkaError  # noqa: PLC0415
+    from kafka.structs import OffsetAndMetadata  # noqa: PLC0415
+
+    def committed() -> bool:
+        try:
+            results = admin.alter_group_offsets(
+                group, {TopicPartition(topic, 0): OffsetAndMetadata(offset, "", -1)}
+            )
+        except KafkaError as e:
+            if e.retriable:
+                return False
+            raise
+        # Errors per partition come back as values (a topic not yet known: retriable).
+        errors = [e for e in results.values() if e.__name__ != "NoError"]
+        if any(not e.retriable for e in errors):
+            raise RuntimeError(f"committing for {group} failed: {errors}")
+        return not errors
+
+    wait_until(committed, timeout=60, what=f"a commit for {group}", interval=0.5)
+    wait_until(
+        lambda: any(g["group_id"] == group for g in admin.list_groups()),
+        timeout=30,
+        what=f"{group} to be listed",
+        interval=0.2,
+    )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from agent.aggregation.board import gauge_row
 from agent.aggregation.facts import Poll, decode
 from agent.aggregation.group import GroupState, step
 from agent.aggregation.hysteresis import Candidate, Coverage
@@ -106,22 +107,7 @@ def _judge(
     result.coverage += outcome.coverage
     newest: dict[str, list[GaugeRow]] = {}
     for agent, verdict in outcome.verdicts:
-        newest[agent] = [
-            GaugeRow(
-                metric=g.metric,
-                cluster=cluster,
-                group=group,
-                value=g.value,
-                process=g.process,
-                thread=g.thread,
-                task=g.task,
-                topic=g.topic,
-                partition=g.partition,
-                source=g.source,
-                status=g.status,
-            )
-            for g in verdict.gauges
-        ]
+        newest[agent] = [gauge_row(g, cluster, group) for g in verdict.gauges]
     for rows in newest.values():
         result.gauges += rows
 
