@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from agent.model.findings import Finding, FindingEvent, FindingSubject, current_findings
@@ -21,6 +23,17 @@ def finding(kind: str = "rebalance_loop", severity: str = "warning", **subject: 
 def test_an_event_round_trips_through_json_with_its_evidence() -> None:
     event = FindingEvent.of("open", 100.0, finding(process="p1", thread=2))
     assert FindingEvent.from_json(event.to_json()) == event
+
+
+def test_the_findings_topic_record_has_these_fields_and_a_close_says_why() -> None:
+    # The findings topic is a contract (docs/aggregation.md): a reader keys on these names.
+    event = FindingEvent.of("close", 200.0, finding(), reason="group deleted")
+    plain = json.loads(event.to_json())
+    assert sorted(plain) == ["at", "event", "event_id", "finding", "reason", "schema_version"]
+    assert (plain["event"], plain["reason"]) == ("close", "group deleted")
+    # An event written before ``reason`` existed still reads, as a close by its rule.
+    del plain["reason"]
+    assert FindingEvent.from_json(json.dumps(plain)).reason == ""
 
 
 @pytest.mark.parametrize(
