@@ -36,9 +36,11 @@ injection, which separates what the rule waits for from the pipeline.
     .venv/bin/python bench/detection_latency.py --tuned --faults poison --sidecars
 
 With ``--sidecars`` a sidecar agent (``agent.mode: sidecar``, its own process, 10 s
-polls) runs next to each instance of the poison app, reading its metrics endpoint, as
-on Kubernetes; the central agent polls as before. The poisoned instance's sidecar says
-its stream threads are gone without waiting for the broker's session timeout.
+polls) runs next to each instance of the poison and restore apps, reading its metrics
+endpoint, as on Kubernetes; the central agent polls as before. The poisoned instance's
+sidecar says its stream threads are gone without waiting for the broker's session
+timeout; the restoring instance's sees its restore stand still (``restore_stall_after``)
+where the broker alone waits ``progress_stall_after``.
 """
 
 import argparse
@@ -180,7 +182,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
     parser.add_argument(
         "--sidecars",
         action="store_true",
-        help="a sidecar agent next to each instance of the poison app",
+        help="a sidecar agent next to each instance of the poison and restore apps",
     )
     args = parser.parse_args()
     chosen = set(args.faults.split(","))
@@ -277,12 +279,15 @@ def main() -> None:  # noqa: PLR0915 - one linear script: set up, inject, report
             for instance in instances:
                 instance.wait_until_running(timeout=300)
             if args.sidecars:
-                for instance in apps["poison"]:
+                beside = [(poison, i) for i in apps["poison"]] + [
+                    (restore, i) for i in apps["restore"]
+                ]
+                for watched, instance in beside:
                     sidecar = work / f"sidecar-{instance.name}.yaml"
                     sidecar.write_text(
                         sidecar_config_text(
                             bootstrap,
-                            poison.application_id,
+                            watched.application_id,
                             instance.metrics_url,
                             free_port(),
                             f"sidecar-{instance.name}",

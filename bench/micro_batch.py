@@ -83,6 +83,10 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     parser.add_argument("--shuffle-partitions", type=int, default=4)
     parser.add_argument("--buckets", type=int, default=32)
+    parser.add_argument("--driver-memory", default="1GiB", help="aggregation.spark.driver_memory")
+    parser.add_argument(
+        "--driver-java-options", default="", help="extra JVM flags for the driver, e.g. a GC"
+    )
     args = parser.parse_args()
 
     from agent.aggregation.job import AggregationJob, job_session
@@ -104,7 +108,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                 "buckets": args.buckets,
                 "input": {"spool": {"directory": str(spool), "max_files_per_batch": 1}},
                 "findings": {"publish": False},
-                "spark": {"master": "local[2]", "shuffle_partitions": args.shuffle_partitions},
+                "spark": {
+                    "master": "local[2]",
+                    "shuffle_partitions": args.shuffle_partitions,
+                    "driver_memory": args.driver_memory,
+                },
             },
         }
         config = parse_config(yaml.safe_dump(document), str(work / "ksmon.yaml"), {})
@@ -120,6 +128,11 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             manifest.write_text(json.dumps({**wanted, "polls": polls}))
         files = sorted(data.glob("snapshots-*.jsonl"))[:polls]
 
+        if args.driver_java_options:
+            # PySpark starts the driver JVM with these spark-submit arguments.
+            os.environ["PYSPARK_SUBMIT_ARGS"] = (
+                f'--driver-java-options "{args.driver_java_options}" pyspark-shell'
+            )
         started = time.monotonic()
         spark = job_session(config)
         session_s = time.monotonic() - started
@@ -130,25 +143,35 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
         job = AggregationJob(config, spark, serve_http=False)
         job.start()
 
-        def one_poll(index: int) -> tuple[float, float]:
-            """Wall and CPU seconds from the poll's file landing to the job done with it."""
+        def split_cpu() -> dict[str, float]:
+            """CPU seconds so far of the driver's Python, the JVM and Spark's Python
+            workers (those alive now: a worker lives across batches)."""
+            return {
+                "driver_python": cpu_seconds([os.getpid()]),
+                "jvm": cpu_seconds([jvm]),
+                "python_workers": cpu_seconds(descendants(jvm)),
+            }
+
+        def one_poll(index: int) -> tuple[float, dict[str, float]]:
+            """Wall and CPU seconds (per process kind) from the poll's file landing to the
+            job done with it."""
             target = spool / f"{files[index].stem}.jsonl"
-            processes = [os.getpid(), jvm, *descendants(jvm)]
-            cpu_before = cpu_seconds(processes)
+            cpu_before = split_cpu()
             begun = time.monotonic()
             shutil.copyfile(files[index], spool / f"{target.stem}.part")
             (spool / f"{target.stem}.part").replace(target)
             job.process_available()
             wall = time.monotonic() - begun
-            processes = [os.getpid(), jvm, *descendants(jvm)]
-            return wall, cpu_seconds(processes) - cpu_before
+            cpu_after = split_cpu()
+            return wall, {k: cpu_after[k] - cpu_before[k] for k in cpu_after}
 
         started = time.monotonic()
         fill_walls = [one_poll(i)[0] for i in range(fill)]
         fill_s = time.monotonic() - started
         measured = [one_poll(i) for i in range(fill, polls)]
         walls = [w for w, _cpu in measured]
-        cpus = [c for _w, c in measured]
+        cpus = [sum(c.values()) for _w, c in measured]
+        cpu_split = {k: statistics.median(c[k] for _w, c in measured) for k in measured[0][1]}
         peak = {
             "driver_jvm_mb": proc_status_kb(jvm, "VmHWM") // 1024,
             "python_workers_mb": sum(peak_kb(p) for p in descendants(jvm)) // 1024,
@@ -168,6 +191,8 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
         json.dumps(
             {
                 "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
+                "driver_memory": args.driver_memory,
+                "driver_java_options": args.driver_java_options,
                 "groups": shape.groups,
                 "fill_polls": fill,
                 "session_start_s": round(session_s, 1),
@@ -178,6 +203,9 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                 "steady_p50_s": round(statistics.median(walls), 2),
                 "steady_p95_s": round(percentile(walls, 0.95), 2),
                 "steady_cpu_s_per_batch_p50": round(statistics.median(cpus), 2),
+                "steady_cpu_s_per_batch_p50_by_process": {
+                    k: round(v, 2) for k, v in cpu_split.items()
+                },
                 "peak_rss": {**peak, "total_mb": sum(peak.values())},
                 "checkpoint_mb": round(checkpoint_mb, 1),
                 "open_findings": len(view.open_findings),

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _RESTART_BACKOFF = (5.0, 10.0, 30.0, 60.0)
+_STOP_SIGNAL_GRACE = 1.0  # seconds a failed query waits for a stop signal under way
 
 
 def open_findings(config: Config) -> list[Finding]:
@@ -122,6 +123,12 @@ def keep_running(job: "AggregationJob", done: threading.Event) -> None:
             continue
         reason = job.failure()
         if reason is None:
+            break
+        # A supervisor's stop signal to the whole process group also kills what Spark's
+        # JVM runs at that moment (Hadoop's chmod of a checkpoint file: exit code 143),
+        # which fails the query an instant before this process's handler sees the signal:
+        # a stop, not a failure to report.
+        if done.wait(_STOP_SIGNAL_GRACE):
             break
         wait = _RESTART_BACKOFF[min(failures, len(_RESTART_BACKOFF) - 1)]
         failures += 1

@@ -33,7 +33,8 @@ a loop is found once the loop's finding has closed.
 From a sidecar (authoritative, next to the instance): ``alive-stream-threads``
 below the expected count (configured, else the most seen), the client in
 ERROR / NOT_RUNNING / PENDING_ERROR, a thread in DEAD, or the instance having
-no member at all while its sidecar reports: held for ``thread_death_grace``,
+no member at all while its sidecar reports: held for ``thread_death_grace``
+(ERROR and PENDING_ERROR at once: a client leaves them only by being closed),
 critical when nothing runs, else warning; and ``failed-stream-threads`` having
 increased within the look-back (warning, even if a replacement thread runs).
 A sidecar that does not know its instance's process id says nothing.
@@ -56,6 +57,10 @@ from agent.model.findings import FindingSubject
 KIND = "stream_threads_dead"
 REBALANCE_LOOP = "rebalance_loop"
 BAD_CLIENT_STATES = frozenset(("ERROR", "NOT_RUNNING", "PENDING_ERROR"))
+# A Kafka Streams client leaves ERROR only by being closed, and PENDING_ERROR leads only
+# to ERROR: no grace can bring its threads back. NOT_RUNNING may be an orderly close (a
+# pod stopping), and a thread short may be replaced within the grace: those wait for it.
+TERMINAL_CLIENT_STATES = frozenset(("ERROR", "PENDING_ERROR"))
 
 # Per instance (process id), its stream threads at one poll: their indexes as text,
 # sorted (a member without an index stands for itself, by member id).
@@ -352,7 +357,11 @@ def _sidecar_says(ev: Evaluation, sidecar: Sidecar, process: str) -> Found | Non
     bad = sidecar.app_up and bool(reasons)
     if bad:
         bad_since = _bad_since(ev, process)
-        holds = ev.t - bad_since >= p.thread_death_grace or failed_more > 0
+        holds = (
+            ev.t - bad_since >= p.thread_death_grace
+            or failed_more > 0
+            or sidecar.client_state in TERMINAL_CLIENT_STATES
+        )
     else:
         # Stale metrics prove nothing: the app is unreachable, or every signal is fine.
         bad_since = ev.t

@@ -250,6 +250,40 @@ CASES = [
         expect=[Expect("critical", "pA")],
     ),
     Case(
+        "threads-sidecar-client-error-at-once",
+        "the client went to ERROR at the last poll (a poison pill under SHUTDOWN_CLIENT): "
+        "a client leaves ERROR only by being closed, so the grace has nothing to wait for",
+        KIND,
+        _history(
+            "threads-sidecar-client-error-at-once",
+            lambda s: _threads("pA", 1, 2) if s < 300 else [],
+            lambda s: _sidecar() if s < 300 else _sidecar(alive=0, state="ERROR"),
+        ),
+        expect=[Expect("critical", "pA")],
+    ),
+    Case(
+        "threads-sidecar-not-running-within-grace",
+        "the client went to NOT_RUNNING at the last poll: an orderly close (a pod stopping) "
+        "looks the same for a while, so it waits thread_death_grace",
+        KIND,
+        _history(
+            "threads-sidecar-not-running-within-grace",
+            lambda s: _threads("pA", 1, 2) if s < 300 else [],
+            lambda s: _sidecar() if s < 300 else _sidecar(alive=0, state="NOT_RUNNING"),
+        ),
+    ),
+    Case(
+        "threads-sidecar-short-within-grace",
+        "1 of 2 threads alive for the last 20 s only, the client RUNNING: a replacement "
+        "thread may still come (REPLACE_THREAD), so it waits thread_death_grace",
+        KIND,
+        _history(
+            "threads-sidecar-short-within-grace",
+            lambda s: _threads("pA", 1, 2) if s < 280 else _threads("pA", 1),
+            lambda s: _sidecar() if s < 280 else _sidecar(alive=1),
+        ),
+    ),
+    Case(
         "threads-sidecar-failed-replaced",
         "failed-stream-threads went from 0 to 1 at 250 s; a replacement runs, but a thread died",
         KIND,
