@@ -87,6 +87,13 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
     parser.add_argument(
         "--driver-java-options", default="", help="extra JVM flags for the driver, e.g. a GC"
     )
+    parser.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a Spark setting on top of the job's (repeatable), e.g. RocksDB's memory",
+    )
     args = parser.parse_args()
 
     from agent.aggregation.job import AggregationJob, job_session
@@ -128,11 +135,12 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             manifest.write_text(json.dumps({**wanted, "polls": polls}))
         files = sorted(data.glob("snapshots-*.jsonl"))[:polls]
 
+        submit = [f"--conf {setting}" for setting in args.spark_conf]
         if args.driver_java_options:
+            submit.append(f'--driver-java-options "{args.driver_java_options}"')
+        if submit:
             # PySpark starts the driver JVM with these spark-submit arguments.
-            os.environ["PYSPARK_SUBMIT_ARGS"] = (
-                f'--driver-java-options "{args.driver_java_options}" pyspark-shell'
-            )
+            os.environ["PYSPARK_SUBMIT_ARGS"] = " ".join([*submit, "pyspark-shell"])
         started = time.monotonic()
         spark = job_session(config)
         session_s = time.monotonic() - started
@@ -193,6 +201,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
                 "partitions_per_poll": shape.groups * shape.partitions_per_snapshot,
                 "driver_memory": args.driver_memory,
                 "driver_java_options": args.driver_java_options,
+                "spark_conf": args.spark_conf,
                 "groups": shape.groups,
                 "fill_polls": fill,
                 "session_start_s": round(session_s, 1),

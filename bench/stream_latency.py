@@ -78,8 +78,14 @@ def peak_kb(pid: int) -> tuple[str, int | None]:
 
 
 def descendants(pid: int) -> list[int]:
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    found = [int(c) for c in children]
+    # A process's children are listed per thread that started them: Spark's JVM starts
+    # its Python workers' daemon from a thread of its own, not from its main thread.
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            found += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
     for child in list(found):
         found += descendants(child)
     return found
