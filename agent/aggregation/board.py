@@ -31,8 +31,6 @@ from agent.config.schema import DetectorsConfig
 from agent.model.findings import Finding, FindingEvent
 from agent.model.records import from_plain, to_plain
 
-SeriesKey = tuple[str, str, str]  # (cluster, group, agent)
-
 
 @dataclass
 class BatchTally:
@@ -50,7 +48,12 @@ class BatchTally:
 @dataclass
 class Board:
     open: dict[GroupKey, tuple[Finding, ...]] = field(default_factory=dict)
-    gauges: dict[SeriesKey, SeriesGauges] = field(default_factory=dict)
+    # Per group, each series' (agent's) gauges; and the group's rows as /metrics shows
+    # them, made again only for the groups a batch reported (``gauge_rows``).
+    gauges: dict[GroupKey, dict[str, SeriesGauges]] = field(default_factory=dict)
+    _rows: dict[GroupKey, list[GaugeRow]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
     newest: dict[str, float] = field(default_factory=dict)  # per cluster
     clusters: dict[str, GroupState] = field(default_factory=dict)
 
@@ -82,15 +85,18 @@ class Board:
         if report.gone:
             tally.gone += 1
             self.open.pop(key, None)
-            for series in [s for s in self.gauges if s[:2] == key]:
-                del self.gauges[series]
+            self.gauges.pop(key, None)
+            self._rows.pop(key, None)
             return
         if report.open_findings:
             self.open[key] = report.open_findings
         else:
             self.open.pop(key, None)
-        for g in report.gauges:
-            self.gauges[(*key, g.agent)] = g
+        if report.gauges:
+            series = self.gauges.setdefault(key, {})
+            for g in report.gauges:
+                series[g.agent] = g
+            self._rows.pop(key, None)
         if report.newest is not None:
             self.newest[report.cluster] = max(
                 self.newest.get(report.cluster, report.newest), report.newest
@@ -119,25 +125,13 @@ class Board:
     def gauge_rows(self) -> list[GaugeRow]:
         """Each group's gauges: per label set, a configured value (priority 0) before a
         guess, then the newest series' view (several agents may watch one group)."""
-        best: dict[tuple[object, ...], tuple[tuple[int, float, str], GaugeRow]] = {}
-        for (cluster, group, agent), series in self.gauges.items():
-            for g in series.gauges:
-                key = (
-                    g.metric,
-                    cluster,
-                    group,
-                    g.process,
-                    g.thread,
-                    g.task,
-                    g.topic,
-                    g.partition,
-                    g.source,
-                    g.status,
-                )
-                rank = (g.priority, -series.t, agent)
-                if key not in best or rank < best[key][0]:
-                    best[key] = (rank, gauge_row(g, cluster, group))
-        return [row for _rank, row in best.values()]
+        rows: list[GaugeRow] = []
+        for key, series in self.gauges.items():
+            group_rows = self._rows.get(key)
+            if group_rows is None:
+                group_rows = self._rows[key] = _group_rows(key, series)
+            rows += group_rows
+        return rows
 
     # -- what survives a restart ---------------------------------------------------------
 
@@ -174,21 +168,28 @@ class Board:
         return board
 
 
+def _group_rows(key: GroupKey, series: dict[str, SeriesGauges]) -> list[GaugeRow]:
+    cluster, group = key
+    best: dict[tuple[object, ...], tuple[tuple[int, float, str], Gauge]] = {}
+    for agent, newest in series.items():
+        for g in newest.gauges:
+            labels = (g.metric, *_labels(g))
+            rank = (g.priority, -newest.t, agent)
+            if labels not in best or rank < best[labels][0]:
+                best[labels] = (rank, g)
+    return [gauge_row(g, cluster, group) for _rank, g in best.values()]
+
+
 def gauge_row(gauge: Gauge, cluster: str, group: str) -> GaugeRow:
     """A rule's gauge as the job exposes it: with its group's labels."""
-    return GaugeRow(
-        metric=gauge.metric,
-        cluster=cluster,
-        group=group,
-        value=gauge.value,
-        process=gauge.process,
-        thread=gauge.thread,
-        task=gauge.task,
-        topic=gauge.topic,
-        partition=gauge.partition,
-        source=gauge.source,
-        status=gauge.status,
-    )
+    return GaugeRow(gauge.metric, cluster, group, gauge.value, *_labels(gauge))
+
+
+def _labels(
+    g: Gauge,
+) -> tuple[str | None, int | None, str | None, str | None, int | None, str | None, str | None]:
+    """``GAUGE_LABELS`` of a gauge, in that order."""
+    return (g.process, g.thread, g.task, g.topic, g.partition, g.source, g.status)
 
 
 def _as_poll(cp: ClusterPoll) -> Poll:

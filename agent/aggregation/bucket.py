@@ -9,6 +9,7 @@ malformed or future-version snapshot never poisons a window.
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from agent.aggregation.facts import BadSnapshotError, BrokerLoad, ClusterTotals, Poll, decode
 from agent.aggregation.group import GroupState, step
@@ -19,8 +20,7 @@ from agent.config.schema import DetectorsConfig
 from agent.model.findings import Finding, FindingEvent
 
 
-@dataclass(frozen=True, slots=True)
-class SeriesGauges:
+class SeriesGauges(NamedTuple):
     """The gauges of one series' newest judged poll."""
 
     agent: str

@@ -5,17 +5,23 @@
 * ``ledger/``: per batch, its finding events and the board after it, and
   ``published.json``;
 * ``quarantine/``: samples of snapshots set aside, with the reason;
-* ``layout.json``: the buckets and shuffle partitions the state is keyed by.
+* ``layout.json``: the buckets and shuffle partitions the state is keyed by,
+  and how a bucket's key is made.
 
 The state is keyed by a bucket of groups and spread over the shuffle
 partitions, so both are fixed once the directory exists: a job started with
 others says so and what to do, instead of reading its state wrongly.
+
+A bucket's key: since layout 3 one that puts the bucket in the partition of
+its choosing (``partitioning.spread_keys``); directories made before keep
+the bucket's number as its key, and the job carries their state on that way.
 """
 
 import json
 import logging
 from pathlib import Path
 
+from agent.aggregation.partitioning import spread_keys
 from agent.config.schema import AggregationConfig
 from agent.embedded.cache import state_dir
 from agent.errors import ConfigError
@@ -24,7 +30,10 @@ from agent.model.records import from_plain
 
 log = logging.getLogger(__name__)
 
-LAYOUT = 2  # 1: the history tables of ksmon before the stateful job
+# 1: the history tables of ksmon before the stateful job; 2: keyed by the bucket's number;
+# 3: keyed by ``spread_keys``.
+LAYOUT = 3
+_SPREAD = "spread"
 _EARLIER = ("history", "spark", "state")
 _EARLIER_CLOSED = "earlier-findings-closed"
 
@@ -42,11 +51,18 @@ class Checkpoint:
         self.ledger = directory / "ledger"
         self.quarantine = directory / "quarantine"
         self._layout = directory / "layout.json"
+        # Each bucket's key in the stateful operator, known once ``prepare`` has run.
+        self.keys: tuple[int, ...] = tuple(range(buckets))
 
     def prepare(self) -> None:
         """Check the directory was made for this job's keying (or make it so)."""
         self.directory.mkdir(parents=True, exist_ok=True)
-        wanted = {"layout": LAYOUT, "buckets": self.buckets, "partitions": self.partitions}
+        wanted = {
+            "layout": LAYOUT,
+            "buckets": self.buckets,
+            "partitions": self.partitions,
+            "keys": _SPREAD,
+        }
         if self._layout.is_file():
             made = json.loads(self._layout.read_text())
             if made.get("buckets") != self.buckets or made.get("partitions") != self.partitions:
@@ -60,6 +76,16 @@ class Checkpoint:
                     "group's look-back, and the findings open now are found again within "
                     "their rules' look-back)"
                 )
+            if made.get("keys") == _SPREAD:
+                self.keys = spread_keys(self.buckets, self.partitions)
+            else:
+                log.info(
+                    "aggregation.checkpoint_dir %s: its state is keyed by bucket number, as "
+                    "ksmon did before layout %d; kept so (a new checkpoint directory would "
+                    "spread the buckets evenly over the partitions)",
+                    self.directory,
+                    LAYOUT,
+                )
         elif self.stream.exists():
             raise ConfigError(
                 f"aggregation.checkpoint_dir {self.directory}: {self.stream} exists without "
@@ -67,6 +93,7 @@ class Checkpoint:
             )
         else:
             self._layout.write_text(json.dumps(wanted))
+            self.keys = spread_keys(self.buckets, self.partitions)
 
     def earlier_open_findings(self) -> list[Finding]:
         """What a job of the earlier layout (ksmon before the stateful job) left open, once:

@@ -218,7 +218,7 @@ class AggregationJob:
         """(Re)start the streaming query from its checkpoint: after a failed micro-batch,
         Spark re-runs that batch, which the ledger makes idempotent."""
         self._query = (
-            judged(self._source(), self.aggregation.buckets, self.params)
+            judged(self._source(), self.checkpoint.keys, self.params)
             .writeStream.foreachBatch(self._on_batch)
             .option("checkpointLocation", str(self.checkpoint.stream))
             .trigger(processingTime=f"{self.aggregation.trigger_interval} seconds")

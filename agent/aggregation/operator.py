@@ -20,7 +20,7 @@ dropped by Spark (counted in ``ksmon_job_snapshots_late_total``).
 import functools
 import gc
 import pickle
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame
@@ -60,17 +60,21 @@ _LIGHT_SCHEMA = T.StructType(
 )
 
 
-def keyed(snapshots: DataFrame, buckets: int, params: DetectorsConfig) -> DataFrame:
-    """``snapshots`` (``value``, ``origin``) with their bucket and poll time, read from the
-    JSON in the JVM with only the three fields the key needs (the snapshot itself is
-    decoded once, in Python). A record those fields cannot be read from goes to bucket
-    0, whose Python decoding sets it aside with the reason."""
+def keyed(snapshots: DataFrame, keys: Sequence[int], params: DetectorsConfig) -> DataFrame:
+    """``snapshots`` (``value``, ``origin``) with their bucket's key (``keys[bucket]``, in
+    the column ``bucket``) and poll time, read from the JSON in the JVM with only the three
+    fields the bucket needs (the snapshot itself is decoded once, in Python). A record
+    those fields cannot be read from goes to bucket 0, whose Python decoding sets it aside
+    with the reason."""
     light = F.from_json("value", _LIGHT_SCHEMA)
     name = F.concat_ws("/", light["cluster"], light["group"]["group_id"])
-    bucket: Column = F.coalesce(F.pmod(F.crc32(F.encode(name, "UTF-8")), F.lit(buckets)), F.lit(0))
+    bucket: Column = F.coalesce(
+        F.pmod(F.crc32(F.encode(name, "UTF-8")), F.lit(len(keys))), F.lit(0)
+    )
+    key = F.element_at(F.array(*[F.lit(k) for k in keys]), bucket.cast("int") + 1)
     return (
         snapshots.select(
-            bucket.cast("int").alias("bucket"),
+            key.cast("int").alias("bucket"),
             "value",
             "origin",
             F.timestamp_seconds(light["poll"]["started_at"]).alias("polled_at"),
@@ -80,11 +84,12 @@ def keyed(snapshots: DataFrame, buckets: int, params: DetectorsConfig) -> DataFr
     )
 
 
-def judged(snapshots: DataFrame, buckets: int, params: DetectorsConfig) -> DataFrame:
+def judged(snapshots: DataFrame, keys: Sequence[int], params: DetectorsConfig) -> DataFrame:
     """The stateful operator over ``keyed`` snapshots: one ``OUTPUT_SCHEMA`` row per
-    bucket that got snapshots (or whose timer fired) in a micro-batch."""
+    bucket that got snapshots (or whose timer fired) in a micro-batch. ``keys``: each
+    bucket's key (``Checkpoint.keys``)."""
     return (
-        keyed(snapshots, buckets, params)
+        keyed(snapshots, keys, params)
         .groupBy("bucket")
         .transformWithStateInPandas(
             statefulProcessor=BucketProcessor(params),

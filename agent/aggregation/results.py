@@ -1,6 +1,6 @@
 """The gauge rows an evaluation returns (plain Python: /metrics reads them without Spark)."""
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Gauge names inside the job; exposition maps them to metric families.
 PARTITION_RATE = "partition_rate"
@@ -20,8 +20,9 @@ GROUP_STATUS_PARTITIONS = "group_status_partitions"  # partitions in each ``stat
 GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source", "status")
 
 
-@dataclass(frozen=True, slots=True)
-class GaugeRow:
+class GaugeRow(NamedTuple):
+    """A gauge with its group's labels (a NamedTuple, as ``rules.base.Gauge``)."""
+
     metric: str
     cluster: str
     group: str

@@ -28,7 +28,8 @@ from agent.aggregation.group import GroupState
 from agent.aggregation.hysteresis import HysteresisState
 from agent.aggregation.tuples import freeze, thaw
 
-WINDOWS_FORMAT = 1
+# 2: a poll's partitions frozen as columns (``tuples``).
+WINDOWS_FORMAT = 2
 
 GroupKey = tuple[str, str]  # (cluster, group)
 

@@ -10,6 +10,12 @@ Plain tuples pickle and unpickle in C. ``freeze`` turns a window into them
 Sharing survives: parts a poll shares with the poll before (``Poll.sharing``:
 its members, topics, ...) are frozen once and thawed once, so a window holds
 them once in memory as in the pickle.
+
+A poll's partitions, most of a window's objects, are frozen as columns (topics,
+numbers, log-end offsets, committed offsets, lags, owners): six tuples a poll
+instead of one per partition, and the columns that repeat from poll to poll
+(the partitions listed, usually their owners) are one object, pickled once
+per window. Thawing zips them back into ``Partition`` records in C.
 """
 
 import functools
@@ -19,9 +25,11 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
-from agent.aggregation.facts import Poll
+from agent.aggregation.facts import Partition, Poll
 
-Memo = dict[int, Any]
+# Parts already converted, by the identity of the part (an int), and columns already
+# frozen, by their value (a tuple).
+Memo = dict[object, Any]
 
 # Containers of a poll that consecutive polls share (``Poll.sharing``).
 _SHARED = frozenset(("members", "topics", "subtopologies", "brokers", "sidecar"))
@@ -97,7 +105,10 @@ def _converter(cls: type[NamedTuple], *, thaw: bool) -> Callable[[Any, Memo], An
     shared_lines = []
     for i, field in enumerate(cls._fields):
         expression = _expression(hints[field], f"o[{i}]", names, thaw)
-        if expression is None:
+        if cls is Poll and field == "partitions":
+            names["partitions"] = _thaw_partitions if thaw else _freeze_partitions
+            fields.append(f"partitions(o[{i}], memo)")
+        elif expression is None:
             fields.append(f"o[{i}]")
         elif cls is Poll and field in _SHARED:
             # Shared with the poll before: converted once, by the identity of the part.
@@ -115,3 +126,24 @@ def _converter(cls: type[NamedTuple], *, thaw: bool) -> Callable[[Any, Memo], An
     source = f"def convert(o, memo):\n{body}    return {result}\n"
     exec(source, names)  # noqa: S102 - written here from the record's own field types
     return typing.cast(Callable[[Any, Memo], Any], names["convert"])
+
+
+_make_partition = functools.partial(tuple.__new__, Partition)
+
+
+def _freeze_partitions(
+    partitions: tuple[Partition, ...] | None, memo: Memo
+) -> tuple[tuple[object, ...], ...] | None:
+    if not partitions:
+        return None if partitions is None else ()
+    # A column equal to one frozen before (the same partitions, owners, idle offsets) is
+    # that one object: the pickle then writes a reference to it.
+    return tuple(memo.setdefault(column, column) for column in zip(*partitions, strict=True))
+
+
+def _thaw_partitions(
+    columns: tuple[tuple[object, ...], ...] | None, _memo: Memo
+) -> tuple[Partition, ...] | None:
+    if not columns:
+        return None if columns is None else ()
+    return tuple(map(_make_partition, zip(*columns, strict=True)))

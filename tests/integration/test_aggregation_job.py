@@ -291,6 +291,27 @@ def test_the_jvm_buckets_a_group_where_python_looks_for_it(spark: SparkSession) 
 
     groups = [("prod", f"app-{i}") for i in range(50)] + [("prod", "ünïcode-gröup")]
     rows = [(snapshot(g, T0, cluster=c).to_json().decode(), "test") for c, g in groups]
-    frame = keyed(spark.createDataFrame(rows, ["value", "origin"]), 32, DetectorsConfig())
+    keys = tuple(1000 + b for b in range(32))  # any keys: bucket b's is keys[b]
+    frame = keyed(spark.createDataFrame(rows, ["value", "origin"]), keys, DetectorsConfig())
     buckets = [r["bucket"] for r in frame.select("bucket").collect()]
-    assert buckets == [bucket_of(c, g, 32) for c, g in groups]
+    assert buckets == [keys[bucket_of(c, g, 32)] for c, g in groups]
+
+
+@pytest.mark.parametrize(("buckets", "partitions"), [(32, 4), (32, 2), (64, 8), (3, 4)])
+def test_spark_puts_each_bucket_in_the_partition_its_key_was_chosen_for(
+    spark: SparkSession, buckets: int, partitions: int
+) -> None:
+    # The stateful operator's shuffle is Spark's hash partitioning of the key; a
+    # repartition by the same column and count is the same partitioning.
+    from pyspark.sql import functions as F  # noqa: PLC0415
+
+    from agent.aggregation.partitioning import spread_keys  # noqa: PLC0415
+
+    keys = spread_keys(buckets, partitions)
+    frame = spark.createDataFrame([(k,) for k in keys], "bucket int")
+    placed: dict[int, int] = dict(
+        frame.repartition(partitions, "bucket")
+        .select("bucket", F.spark_partition_id().alias("partition"))
+        .collect()
+    )
+    assert [placed[k] for k in keys] == [b % partitions for b in range(buckets)]

@@ -35,9 +35,10 @@ from tests.unit.aggregation.cases import (
 pytestmark = pytest.mark.integration
 
 # Four groups (each case is its own group), whose buckets (of the job's 32) fall in
-# both of its 2 shuffle partitions: (b) below checks that each partition got state.
+# both of its 2 shuffle partitions (bucket b in partition b % 2: hot-no-room's is odd,
+# the others' even): (b) below checks that each partition got state.
 CASES = (
-    hot_partitions.CASES[0],  # opens at 10 s
+    hot_partitions.CASES[10],  # hot-no-room: opens at 10 s
     no_live_consumers.CASES[0],  # opens at 160 s
     stream_threads_dead.CASES[0],  # opens at 250 s: a thread the first batch's polls saw
     rebalance_loop.CASES[0],  # opens at 260 s: counting the first batch's rebalances

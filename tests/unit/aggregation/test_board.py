@@ -1,10 +1,9 @@
 """The driver's board: reports of many buckets folded into one view, and a restart."""
 
-from dataclasses import replace
-
 from agent.aggregation.board import Board
 from agent.aggregation.bucket import judge_records
 from agent.aggregation.group import GroupState
+from agent.aggregation.results import GaugeRow
 from agent.aggregation.state_codec import GroupKey
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import hot_partitions
@@ -55,6 +54,29 @@ def test_the_configured_view_of_a_gauge_wins_then_the_newest() -> None:
     board = Board()
     board.apply([judge_records({}, _records(HOT), PARAMS)], PARAMS)
     rows = board.gauge_rows()
-    keys = [replace(r, value=0.0) for r in rows]
+    keys = [r._replace(value=0.0) for r in rows]
     assert len(keys) == len(set(keys)), "one value per series of labels"
     assert any(r.metric == "thread_load" for r in rows)
+
+
+def test_a_batch_changes_the_gauges_of_the_groups_it_reported_and_no_others() -> None:
+    # The board keeps each group's rows between batches and makes again only those of
+    # the groups a batch reported: a group without a poll keeps showing its last view.
+    other = hot_partitions.CASES[1]
+    hot = _records(HOT)
+    board = Board()
+    groups: dict[GroupKey, GroupState] = {}
+    # One poll: no rates yet (they need two), so the hot group's gauges change next.
+    board.apply([judge_records(groups, hot[:1] + _records(other), PARAMS)], PARAMS)
+
+    def rows_of(group: str, of: Board = board) -> list[GaugeRow]:
+        return sorted((r for r in of.gauge_rows() if r.group == group), key=repr)
+
+    other_before, hot_before = rows_of(other.name), rows_of(HOT.name)
+    board.apply([judge_records(groups, hot[1:], PARAMS)], PARAMS)
+    assert rows_of(other.name) == other_before
+    assert not any(r.metric == "partition_rate" for r in hot_before)
+    assert any(r.metric == "partition_rate" for r in rows_of(HOT.name))
+    fresh = Board()
+    fresh.apply([judge_records({}, hot, PARAMS)], PARAMS)
+    assert rows_of(HOT.name) == rows_of(HOT.name, fresh)

@@ -1,6 +1,7 @@
 """A bucket's state through the state store: kept, carried over an upgrade, or told."""
 
 import json
+import zlib
 from typing import NamedTuple
 
 from agent.aggregation import facts
@@ -14,6 +15,7 @@ from tests.unit.aggregation.cases import no_live_consumers
 # any of them changes what a stored window unpickles to: bump WINDOWS_FORMAT, then this.
 RECORDS_AT_FORMAT = {
     1: "db7d694a",
+    2: "db7d694a",  # the records as they were; their partitions frozen as columns
 }
 
 
@@ -72,3 +74,45 @@ def test_windows_of_another_format_are_dropped_and_open_findings_carry_on() -> N
 def test_a_group_has_one_bucket_whatever_the_process() -> None:
     # crc32 (not Python's salted hash): the job's JVM computes the same bucket.
     assert bucket_of("prod", "orders", 32) == bucket_of("prod", "orders", 32) == 22
+
+
+def _poll_with(partitions: tuple[facts.Partition, ...] | None, t: float) -> facts.Poll:
+    _key, poll = decode_snapshot(next(c for c in no_live_consumers.CASES).snapshots[0].to_json())
+    return poll._replace(t=t, partitions=partitions)
+
+
+def test_partitions_frozen_as_columns_come_back_as_the_same_records() -> None:
+    # Unknown offsets and owners, no partitions at all, and partitions aged out (None):
+    # each reads back as it was, in its order.
+    listed = (
+        facts.Partition("in", 0, 100, 90, 10, "m-1"),
+        facts.Partition("in", 1, None, None, None, None),
+        facts.Partition("out", 0, 5, 5, 0, "m-2"),
+    )
+    moved = (listed[0]._replace(log_end=120, lag=30), *listed[1:])
+    state = GroupState(
+        series={"a": [_poll_with(None, 1.0), _poll_with((), 2.0), _poll_with(listed, 3.0),
+                      _poll_with(moved, 4.0)]}
+    )  # fmt: skip
+    groups, _dropped = decode(encode({("test", "g"): state}))
+    polls = groups[("test", "g")].series["a"]
+    assert [p.partitions for p in polls] == [None, (), listed, moved]
+    assert all(type(p) is facts.Partition for p in polls[3].partitions or ())
+
+
+def test_columns_that_repeat_from_poll_to_poll_are_stored_once() -> None:
+    # An idle group: every poll lists the same 50 partitions with the same offsets, each
+    # poll in its own objects (as decoded from its own snapshot).
+    def listed() -> tuple[facts.Partition, ...]:
+        return tuple(
+            facts.Partition("".join(["in", "put"]), n, 1000, 900, 100, "".join(["m-", "1"]))
+            for n in range(50)
+        )
+
+    def raw_size(polls: int) -> int:
+        state = GroupState(series={"a": [_poll_with(listed(), float(t)) for t in range(polls)]})
+        return len(zlib.decompress(encode({("test", "g"): state}).windows))
+
+    one, thirty = raw_size(1), raw_size(30)
+    # 29 more polls cost their own fields, not 29 more copies of 50 partitions.
+    assert thirty - one < 29 * 200 < one * 5
