@@ -31,14 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from prometheus_client import CollectorRegistry
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from agent.aggregation.board import BatchTally, Board
 from agent.aggregation.checkpoint import Checkpoint, checkpoint_dir
-from agent.aggregation.exposition import JobCollector
+from agent.aggregation.exposition import JobExposition
 from agent.aggregation.findings_topic import FindingsPublisher, FindingsTopicError, TopicToCreate
 from agent.aggregation.kafka_package import kafka_source_jars
 from agent.aggregation.operator import judged, outputs
@@ -179,11 +178,13 @@ class AggregationJob:
         self._lock = threading.Lock()
         self.server: MetricsServer | None = None
         if serve_http:
-            registry = CollectorRegistry()
-            registry.register(JobCollector(self.state))
             listen = self.aggregation.listen
             self.server = MetricsServer(
-                registry, listen.host, listen.port, ready=lambda: self.state.view().started
+                None,
+                listen.host,
+                listen.port,
+                ready=lambda: self.state.view().started,
+                exposition=JobExposition(self.state),
             )
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -10,13 +10,21 @@ import logging
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Protocol
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 
-from agent.exposition.metrics_cache import CONTENT_TYPE, Exposition, MetricsExposition
+from agent.exposition.metrics_cache import CONTENT_TYPE, Exposition
 
 log = logging.getLogger(__name__)
+
+
+class Renders(Protocol):
+    """/metrics kept between scrapes: the agent's ``MetricsExposition``, the job's
+    ``JobExposition``."""
+
+    def render(self, *, gzipped: bool) -> Exposition: ...
 
 
 class MetricsServer:
@@ -27,10 +35,11 @@ class MetricsServer:
         port: int,
         *,
         ready: Callable[[], bool] = lambda: True,
-        exposition: MetricsExposition | None = None,
+        exposition: Renders | None = None,
     ) -> None:
-        """/metrics from ``exposition`` (bytes built once per poll; the agent) or else
-        from ``registry`` (collected at every scrape; the job)."""
+        """/metrics from ``exposition`` (bytes kept between scrapes: the agent's, built
+        once per poll; the job's, once per micro-batch) or else from ``registry``
+        (collected at every scrape)."""
         self.registry = registry
         self.exposition = exposition
         self.ready = ready

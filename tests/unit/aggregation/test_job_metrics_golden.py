@@ -2,6 +2,7 @@
 freezes them. Regenerate it deliberately with KSMON_UPDATE_GOLDEN=1 and update
 docs/metrics.md in the same change."""
 
+import gzip
 import os
 import re
 import shutil
@@ -12,7 +13,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent.aggregation import results as r
-from agent.aggregation.exposition import JobCollector
+from agent.aggregation.exposition import JobCollector, JobExposition
 from agent.aggregation.results import GaugeRow
 from agent.aggregation.rules.consumer_status import STATUSES
 from agent.aggregation.state import JobState
@@ -64,7 +65,7 @@ def finding(kind: str, severity: str, subject: FindingSubject) -> Finding:
     )
 
 
-def render() -> str:
+def _state() -> JobState:
     state = JobState()
     hot = finding("hot_partitions_colocated", "warning", FindingSubject(process="p1", thread=2))
     restore = finding("restore_stalled", "warning", FindingSubject(process="p2", task="1_3"))
@@ -108,9 +109,15 @@ def render() -> str:
         newest={"prod": 1_700_000_060.0},
     )
     state.batch_failed()
-    registry = CollectorRegistry()
-    registry.register(JobCollector(state))
-    return generate_latest(registry).decode()
+    return state
+
+
+def render() -> str:
+    """What the job's /metrics serves (a scraper that does not ask for gzip)."""
+    exposition = JobExposition(_state()).render(gzipped=False)
+    text = b"".join(exposition.chunks)
+    assert len(text) == exposition.length
+    return text.decode()
 
 
 def test_job_metrics_match_the_golden_file() -> None:
@@ -157,3 +164,40 @@ def test_promtool_accepts_the_exposition() -> None:
         [promtool, "check", "metrics"], input=render(), capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_page_is_prometheus_clients_text_gzip_or_not() -> None:
+    state = _state()
+    registry = CollectorRegistry()
+    registry.register(JobCollector(state))
+    expected = generate_latest(registry)
+    packed = JobExposition(state).render(gzipped=True)
+    assert packed.gzipped
+    body = b"".join(packed.chunks)
+    assert len(body) == packed.length
+    assert gzip.decompress(body) == expected
+
+
+def test_the_page_is_written_once_per_view_of_the_job() -> None:
+    # Every scrape between two micro-batches gets the same bytes, written once; the
+    # next batch's view is written anew.
+    state = _state()
+    exposition = JobExposition(state)
+    first = exposition.render(gzipped=True)
+    again = exposition.render(gzipped=True)
+    assert next(iter(again.chunks)) is next(iter(first.chunks))
+    state.batch_done(
+        at=1_700_000_075.0,
+        seconds=2.0,
+        open_findings=[],
+        gauges=[],
+        events=[],
+        processed=1,
+        quarantined={},
+        late=0,
+        not_judged=0,
+        newest={"prod": 1_700_000_070.0},
+    )
+    after = gzip.decompress(b"".join(exposition.render(gzipped=True).chunks)).decode()
+    assert "ksmon_finding_active{" not in after
+    assert "ksmon_job_snapshots_processed_total 43.0" in after
