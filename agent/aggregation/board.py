@@ -164,6 +164,8 @@ class Board:
                     base64.b64decode(clusters["windows"]),
                 )
             )
+            for state in states.values():
+                state.thawed.clear()  # kept across batches here: nothing to pin
             board.clusters = {cluster: state for (cluster, _group), state in states.items()}
         return board
 

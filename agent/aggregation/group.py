@@ -22,6 +22,7 @@ from agent.aggregation.facts import Poll
 from agent.aggregation.hysteresis import Candidate, Coverage, HysteresisState, advance
 from agent.aggregation.rules import GROUP_RULES, Verdict, judge_poll
 from agent.aggregation.rules.base import Rule
+from agent.aggregation.tuples import Thawed
 from agent.aggregation.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
 from agent.model.findings import Finding, FindingEvent
@@ -44,6 +45,9 @@ class GroupState:
 
     series: dict[str, list[Poll]] = field(default_factory=dict)
     hysteresis: HysteresisState = field(default_factory=HysteresisState)
+    # Per series, what its polls were read from the state store as (``state_codec``):
+    # writing them back reuses it. Not part of the state's value.
+    thawed: dict[str, Thawed] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def newest(self) -> float | None:

@@ -26,7 +26,7 @@ from typing import NamedTuple
 
 from agent.aggregation.group import GroupState
 from agent.aggregation.hysteresis import HysteresisState
-from agent.aggregation.tuples import freeze, thaw
+from agent.aggregation.tuples import freeze, thaw_keeping
 
 # 2: a poll's partitions frozen as columns (``tuples``).
 WINDOWS_FORMAT = 2
@@ -58,7 +58,7 @@ def encode(groups: dict[GroupKey, GroupState]) -> StoredBucket:
         # Level 1: most of a window is repeated names and offsets; more effort buys little.
         zlib.compress(
             pickle.dumps(
-                {k: {a: freeze(polls) for a, polls in groups[k].series.items()} for k in keys},
+                {k: _frozen_series(groups[k]) for k in keys},
                 protocol=pickle.HIGHEST_PROTOCOL,
             ),
             1,
@@ -76,5 +76,11 @@ def decode(stored: StoredBucket) -> tuple[dict[GroupKey, GroupState], bool]:
         return groups, True
     windows = pickle.loads(zlib.decompress(stored.windows))  # noqa: S301 - the job's own state
     for key, series in windows.items():
-        groups.setdefault(key, GroupState()).series = {a: thaw(p) for a, p in series.items()}
+        state = groups.setdefault(key, GroupState())
+        for agent, plain in series.items():
+            state.series[agent], state.thawed[agent] = thaw_keeping(plain)
     return groups, False
+
+
+def _frozen_series(state: GroupState) -> dict[str, list[tuple[object, ...]]]:
+    return {a: freeze(polls, state.thawed.get(a)) for a, polls in state.series.items()}

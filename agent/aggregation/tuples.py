@@ -16,6 +16,13 @@ numbers, log-end offsets, committed offsets, lags, owners): six tuples a poll
 instead of one per partition, and the columns that repeat from poll to poll
 (the partitions listed, usually their owners) are one object, pickled once
 per window. Thawing zips them back into ``Partition`` records in C.
+
+A window read from the state store and written back a batch later is mostly
+the same polls: ``thaw_keeping`` remembers what each was read from, and
+``freeze`` writes those polls as they were read, freezing only the new and
+the changed ones (the newest, the one before it aged, the one that lost its
+partitions). That halved the encoding's time (measured: 1.5 -> 0.8 ms per
+group of a full window at 20 partitions).
 """
 
 import functools
@@ -33,18 +40,63 @@ Memo = dict[object, Any]
 
 # Containers of a poll that consecutive polls share (``Poll.sharing``).
 _SHARED = frozenset(("members", "topics", "subtopologies", "brokers", "sidecar"))
+_SHARED_AT = tuple(Poll._fields.index(f) for f in sorted(_SHARED))
+_PARTITIONS_AT = Poll._fields.index("partitions")
 
 
-def freeze(polls: list[Poll]) -> list[tuple[object, ...]]:
+class Thawed(NamedTuple):
+    """What a series' polls were thawed from, so that freezing the series again reuses
+    it: a poll still in the window as it was read is written as it was read (most of a
+    window, every batch), and parts a new poll shares with them (``Poll.sharing``) map
+    to their frozen objects, which keeps them one object in the pickle.
+
+    The thawed polls and parts are held here: their identities are the keys."""
+
+    polls: dict[int, tuple[Poll, tuple[object, ...]]]  # id(poll) -> (poll, frozen)
+    parts: dict[int, tuple[object, object]]  # id(shared part) -> (part, frozen)
+    columns: tuple[object, ...]  # the newest frozen partition columns
+
+
+def freeze(polls: list[Poll], thawed: Thawed | None = None) -> list[tuple[object, ...]]:
     memo: Memo = {}
+    if thawed is None:
+        convert = _converter(Poll, thaw=False)
+        return [convert(p, memo) for p in polls]
+    for key, (_part, frozen) in thawed.parts.items():
+        memo[key] = frozen
+    for column in thawed.columns:
+        memo[column] = column
     convert = _converter(Poll, thaw=False)
-    return [convert(p, memo) for p in polls]
+    kept = thawed.polls
+    out = []
+    for p in polls:
+        hit = kept.get(id(p))
+        out.append(hit[1] if hit is not None and hit[0] is p else convert(p, memo))
+    return out
 
 
 def thaw(plain: list[tuple[object, ...]]) -> list[Poll]:
     memo: Memo = {}
     convert = _converter(Poll, thaw=True)
     return [convert(p, memo) for p in plain]
+
+
+def thaw_keeping(plain: list[tuple[object, ...]]) -> tuple[list[Poll], Thawed]:
+    """``thaw``, and what ``freeze`` needs to reuse what was thawed."""
+    polls = thaw(plain)
+    parts: dict[int, tuple[object, object]] = {}
+    previous: Poll | None = None
+    columns: tuple[object, ...] = ()
+    for poll, frozen in zip(polls, plain, strict=True):
+        # Consecutive polls share most parts: only a part that changed is new here.
+        for i in _SHARED_AT:
+            if previous is None or poll[i] is not previous[i]:
+                parts[id(poll[i])] = (poll[i], frozen[i])
+        if frozen[_PARTITIONS_AT]:
+            columns = frozen[_PARTITIONS_AT]  # type: ignore[assignment]
+        previous = poll
+    kept = {id(p): (p, f) for p, f in zip(polls, plain, strict=True)}
+    return polls, Thawed(kept, parts, columns)
 
 
 def _is_record(kind: object) -> bool:

@@ -116,3 +116,25 @@ def test_columns_that_repeat_from_poll_to_poll_are_stored_once() -> None:
     one, thirty = raw_size(1), raw_size(30)
     # 29 more polls cost their own fields, not 29 more copies of 50 partitions.
     assert thirty - one < 29 * 200 < one * 5
+
+
+def test_a_window_carried_batch_after_batch_stays_what_it_would_be_kept_in_memory() -> None:
+    # Each batch decodes the bucket, steps one new poll, encodes it again: polls read
+    # from the store are written back as read, the new ones frozen. The windows stay
+    # those of a group never stored, and as small as written from scratch (the parts
+    # consecutive polls share stay one object in the pickle).
+    case = next(c for c in no_live_consumers.CASES if len(c.snapshots) > 100)
+    polls = [decode_snapshot(s.to_json()) for s in case.snapshots]
+    params = DetectorsConfig()
+    in_memory = GroupState()
+    stored = encode({})
+    for key, poll in polls:
+        step(in_memory, [(key.agent, poll)], params, cluster="test", group=case.name)
+        groups, _dropped = decode(stored)
+        state = groups.setdefault(("test", case.name), GroupState())
+        step(state, [(key.agent, poll)], params, cluster="test", group=case.name)
+        stored = encode(groups)
+    carried, _dropped = decode(stored)
+    assert carried[("test", case.name)].series == in_memory.series
+    fresh = encode({("test", case.name): in_memory})
+    assert len(zlib.decompress(stored.windows)) == len(zlib.decompress(fresh.windows))
