@@ -93,12 +93,13 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-# The job's own series, without labels (its page also holds every group's gauges).
-_JOB_SAMPLE = re.compile(rb"^(ksmon_job_[a-z_]+) (\S+)$", re.MULTILINE)
+# The job's own samples (its page also holds every group's gauges); a name with several
+# label sets keeps the last one's value.
+_JOB_SAMPLE = re.compile(rb"^(ksmon_job_[a-z_]+)(?:\{[^}\n]*\})? (\S+)$", re.MULTILINE)
 
 
 def scrape(port: int) -> dict[str, float]:
-    """The job's ``ksmon_job_*`` samples without labels, as Prometheus would fetch the
+    """The job's ``ksmon_job_*`` samples by name, as Prometheus would fetch the
     page (gzip). Read by a regular expression: at 1,000 groups the page is 8 MB of text,
     which a full parse every half second would take a core (of the job's two) to do."""
     request = urllib.request.Request(
