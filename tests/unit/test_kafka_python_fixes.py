@@ -1,9 +1,12 @@
 """kafka-python must hand over bytes that arrived just before the peer closed
-(a broker's login-failure response), not only report the disconnection."""
+(a broker's login-failure response), not only report the disconnection; and the
+record batches ksmon produces are gzipped at level 6, not kafka-python's 9."""
 
 import socket
 
 from kafka.net.transport import KafkaTCPTransport
+from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from agent import kafka_python_fixes
 
@@ -52,3 +55,28 @@ def test_installing_twice_wraps_once() -> None:
 
     assert KafkaTCPTransport.__dict__["_sock_recv"] is wrapped
     assert getattr(wrapped, "ksmon_wrapped", False)
+
+
+GZIP = 1  # kafka-python's compression type for gzip
+# A gzip header's XFL byte: 2 after the slowest level (9), 4 after the fastest, 0 between.
+XFL_AT = DefaultRecordBatchBuilder.HEADER_STRUCT.size + 8
+
+
+def gzip_batch(values: list[bytes]) -> bytes:
+    builder = MemoryRecordsBuilder(magic=2, compression_type=GZIP, batch_size=2**20)
+    for value in values:
+        builder.append(timestamp=None, key=b"k", value=value)
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def test_produced_batches_are_gzipped_at_level_6_and_read_back() -> None:
+    values = [b'{"group":"g-%d","lag":0}' % n for n in range(50)]
+    kafka_python_fixes.install()
+
+    batch = gzip_batch(values)
+
+    assert batch[XFL_AT] == 0, "neither the slowest level (9) nor the fastest"
+    read = MemoryRecords(batch).next_batch()
+    assert read.compression_type == GZIP
+    assert [r.value for r in read] == values

@@ -145,6 +145,20 @@ def test_prune_forgets_points_below_every_committed_offset_but_keeps_the_bracket
     assert history.lag_seconds(P, 250, 40) == pytest.approx(24.9)
 
 
+def test_a_caught_up_partition_that_does_not_grow_keeps_one_plateau() -> None:
+    """Polled and pruned at its log end, it keeps where its plateau began and where it
+    was last seen: the end moves, no point is added and dropped again at every poll."""
+    history = OffsetHistory(max_points=8)
+    for at in (0, 10, 20, 30):
+        history.record(P, at, 500)
+        history.prune(P, 500)
+
+    assert history.points(P) == [(0, 500), (30, 500)]
+    assert history.lag_seconds(P, 500, 40) == 0.0
+    # A group that appears behind it: its record was appended before the plateau began.
+    assert history.estimate(P, 499, 40) == (40.0, True, 0.0)
+
+
 def test_retain_forgets_partitions_no_longer_polled() -> None:
     history = history_of((0, 1))
     history.record(("other", 1), 0, 5)
