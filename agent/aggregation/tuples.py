@@ -59,14 +59,13 @@ class Thawed(NamedTuple):
 
 def freeze(polls: list[Poll], thawed: Thawed | None = None) -> list[tuple[object, ...]]:
     memo: Memo = {}
+    convert = _converter(Poll, thaw=False)
     if thawed is None:
-        convert = _converter(Poll, thaw=False)
         return [convert(p, memo) for p in polls]
     for key, (_part, frozen) in thawed.parts.items():
         memo[key] = frozen
     for column in thawed.columns:
         memo[column] = column
-    convert = _converter(Poll, thaw=False)
     kept = thawed.polls
     out = []
     for p in polls:
