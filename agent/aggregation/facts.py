@@ -329,6 +329,16 @@ class Poll(NamedTuple):
         values = list(self)  # _replace, without its Python frames (one a poll)
         for i in _SHARED_FIELDS:
             values[i] = _same(values[i], previous[i])
+        # Parts that changed keep their records that did not, one by one: in a group
+        # that rebalances again and again one member rejoins under a new id while the
+        # others stay as they were; of its topics one grows (its changelog), the others
+        # stay. Those are then one object each in the window: stored, converted and
+        # pickled once, not at every poll (measured: a rebalance loop's window cost five
+        # times a steady one's).
+        if values[_MEMBERS] is not previous.members:
+            values[_MEMBERS] = _same_records(self.members, previous.members)
+        if values[_TOPICS] is not previous.topics:
+            values[_TOPICS] = _same_records(self.topics, previous.topics)
         return _new(Poll, values)
 
     def aged(self, *, keep_partitions: bool) -> "Poll":
@@ -349,14 +359,24 @@ _T = TypeVar("_T")
 _SHARED_FIELDS = tuple(
     Poll._fields.index(f) for f in ("members", "topics", "subtopologies", "brokers", "sidecar")
 )
-_CHANGELOG_ENDS, _PARTITIONS = (
+_CHANGELOG_ENDS, _PARTITIONS, _MEMBERS, _TOPICS = (
     Poll._fields.index("changelog_ends"),
     Poll._fields.index("partitions"),
+    Poll._fields.index("members"),
+    Poll._fields.index("topics"),
 )
 
 
 def _same(new: _T, old: _T) -> _T:
     return old if new == old else new
+
+
+def _same_records(new: tuple[_T, ...], old: tuple[_T, ...]) -> tuple[_T, ...]:
+    """``new`` with each record equal to one of ``old`` replaced by that one."""
+    if not new or not old:
+        return new
+    known = {r: r for r in old}
+    return tuple([known.get(r, r) for r in new])
 
 
 class SnapshotKey(NamedTuple):

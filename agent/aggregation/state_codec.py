@@ -8,8 +8,9 @@ holds two halves that age differently:
 * the hysteresis of each group (its open findings), as JSON: a contract the
   findings topic shares, readable by every later version, so an upgrade never
   forgets a finding it published as open;
-* the windows of polls, ``facts.Poll`` records as plain tuples (``tuples``),
-  pickled: a hundred polls of a group in about a millisecond each way. Their
+* the windows of polls, ``facts.Poll`` records as plain tuples in columns
+  (``tuples``), pickled: a hundred polls of a group in about a millisecond
+  each way. Their
   layout changes with the facts the rules read, so they carry
   ``WINDOWS_FORMAT``; windows of another format are dropped rather than
   misread, the rules then judge from the polls that follow, and ``decode``
@@ -26,10 +27,11 @@ from typing import NamedTuple
 
 from agent.aggregation.group import GroupState
 from agent.aggregation.hysteresis import HysteresisState
-from agent.aggregation.tuples import freeze, thaw_keeping
+from agent.aggregation.tuples import Frozen, freeze, thaw_keeping
 
-# 2: a poll's partitions frozen as columns (``tuples``).
-WINDOWS_FORMAT = 2
+# 2: a poll's partitions frozen as columns; 3: a window frozen as columns, one per field
+# of ``facts.Poll`` (``tuples``).
+WINDOWS_FORMAT = 3
 
 GroupKey = tuple[str, str]  # (cluster, group)
 
@@ -39,7 +41,7 @@ class StoredBucket(NamedTuple):
 
     windows_format: int
     hysteresis: str  # JSON: [[cluster, group, HysteresisState as JSON], ...]
-    windows: bytes  # zlib(pickle): {(cluster, group): {agent: [a facts.Poll as tuples, ...]}}
+    windows: bytes  # zlib(pickle): {(cluster, group): {agent: a window as ``tuples.Frozen``}}
 
 
 def bucket_of(cluster: str, group: str, buckets: int) -> int:
@@ -82,5 +84,5 @@ def decode(stored: StoredBucket) -> tuple[dict[GroupKey, GroupState], bool]:
     return groups, False
 
 
-def _frozen_series(state: GroupState) -> dict[str, list[tuple[object, ...]]]:
+def _frozen_series(state: GroupState) -> dict[str, Frozen]:
     return {a: freeze(polls, state.thawed.get(a)) for a, polls in state.series.items()}

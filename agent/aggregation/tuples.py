@@ -1,101 +1,120 @@
-"""``facts`` records <-> plain nested tuples, for pickling windows fast.
+"""A window of ``facts.Poll`` records <-> plain tuples in columns, for pickling fast.
 
 Pickling a ``NamedTuple`` runs Python code twice per object (its
 ``__getnewargs__`` when written, its ``__new__`` when read): for a window of a
 hundred polls that was most of the job's time per group (docs/benchmarks.md).
-Plain tuples pickle and unpickle in C. ``freeze`` turns a window into them
-(one converter per record type, written once from its field types) and
+Plain tuples pickle and unpickle in C. ``freeze`` turns a window into them and
 ``thaw`` back, building each record with ``tuple.__new__`` (no Python frame).
 
-Sharing survives: parts a poll shares with the poll before (``Poll.sharing``:
-its members, topics, ...) are frozen once and thawed once, so a window holds
-them once in memory as in the pickle.
+A window is frozen as columns, one per ``Poll`` field, oldest poll first: a
+hundred polls are 22 tuples, not a hundred, and the polls are zipped back from
+them in C. Most fields are scalars and stay as they are. A field that holds
+records (members, topics, partitions ...) is converted once per distinct
+object in its column, not once per poll: the parts a poll shares with the poll
+before (``Poll.sharing``: its members, topics, ...) are one object in the
+column, so they are converted once, stored once in the pickle and thawed into
+one object again.
 
-A poll's partitions, most of a window's objects, are frozen as columns (topics,
-numbers, log-end offsets, committed offsets, lags, owners): six tuples a poll
-instead of one per partition, and the columns that repeat from poll to poll
-(the partitions listed, usually their owners) are one object, pickled once
-per window. Thawing zips them back into ``Partition`` records in C.
+A poll's partitions are frozen as six columns of their own (topics, numbers,
+log-end offsets, committed offsets, lags, owners), and those equal to the
+poll before's (the partitions listed, usually their owners) are its object.
 
 A window read from the state store and written back a batch later is mostly
-the same polls: ``thaw_keeping`` remembers what each was read from, and
-``freeze`` writes those polls as they were read, freezing only the new and
-the changed ones (the newest, the one before it aged, the one that lost its
-partitions). That halved the encoding's time (measured: 1.5 -> 0.8 ms per
-group of a full window at 20 partitions).
+the same objects: ``thaw_keeping`` remembers what each part was read from,
+and ``freeze`` writes those parts as they were read, converting only what a
+new poll brought. Polls that aged in between (``Poll.aged``) keep their parts.
 """
 
 import functools
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
 from agent.aggregation.facts import Partition, Poll
 
-# Parts already converted, by the identity of the part (an int), and columns already
-# frozen, by their value (a tuple).
-Memo = dict[object, Any]
 
-# Containers of a poll that consecutive polls share (``Poll.sharing``).
-_SHARED = frozenset(("members", "topics", "subtopologies", "brokers", "sidecar"))
-_SHARED_AT = tuple(Poll._fields.index(f) for f in sorted(_SHARED))
+class Memo(dict[object, Any]):
+    """Parts already converted, by the identity of what they were converted from (an
+    int), and partition columns already frozen, by their value (a tuple). Thawing also
+    lists each part thawed with what it was thawed from (``pairs``)."""
+
+    __slots__ = ("pairs",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.pairs: list[tuple[object, object]] = []
+
+
+# A window as columns: one tuple per ``Poll`` field, each as long as the window; () for
+# an empty window.
+Frozen = tuple[tuple[object, ...], ...]
+
 _PARTITIONS_AT = Poll._fields.index("partitions")
+_make_poll = functools.partial(tuple.__new__, Poll)
 
 
 class Thawed(NamedTuple):
-    """What a series' polls were thawed from, so that freezing the series again reuses
-    it: a poll still in the window as it was read is written as it was read (most of a
-    window, every batch), and parts a new poll shares with them (``Poll.sharing``) map
-    to their frozen objects, which keeps them one object in the pickle.
+    """What a series' window was thawed from, so that freezing it again reuses it: each
+    part (a poll's members, its partitions, ...) still in the window is written as it
+    was read, and a new poll's partition columns equal to the newest read are that one
+    object. The thawed parts are held here: their identities are the keys."""
 
-    The thawed polls and parts are held here: their identities are the keys."""
-
-    polls: dict[int, tuple[Poll, tuple[object, ...]]]  # id(poll) -> (poll, frozen)
-    parts: dict[int, tuple[object, object]]  # id(shared part) -> (part, frozen)
-    columns: tuple[object, ...]  # the newest frozen partition columns
+    frozen: dict[object, object]  # id(thawed part) -> what it was thawed from
+    parts: list[object]  # the thawed parts, alive while their ids are keys
+    columns: tuple[object, ...]  # the newest poll's frozen partition columns
 
 
-def freeze(polls: list[Poll], thawed: Thawed | None = None) -> list[tuple[object, ...]]:
-    memo: Memo = {}
-    convert = _converter(Poll, thaw=False)
-    if thawed is None:
-        return [convert(p, memo) for p in polls]
-    for key, (_part, frozen) in thawed.parts.items():
-        memo[key] = frozen
-    for column in thawed.columns:
-        memo[column] = column
-    kept = thawed.polls
-    out = []
-    for p in polls:
-        hit = kept.get(id(p))
-        out.append(hit[1] if hit is not None and hit[0] is p else convert(p, memo))
-    return out
+def freeze(polls: list[Poll], thawed: Thawed | None = None) -> Frozen:
+    if not polls:
+        return ()
+    memo = Memo()
+    if thawed is not None:
+        memo.update(thawed.frozen)
+        for column in thawed.columns:
+            memo[column] = column
+    columns = list(zip(*polls, strict=True))
+    for i, convert in _converters(thaw=False):
+        columns[i] = tuple(_convert_column(columns[i], convert, memo, thawing=False))
+    return tuple(columns)
 
 
-def thaw(plain: list[tuple[object, ...]]) -> list[Poll]:
-    memo: Memo = {}
-    convert = _converter(Poll, thaw=True)
-    return [convert(p, memo) for p in plain]
+def thaw(frozen: Frozen) -> list[Poll]:
+    return thaw_keeping(frozen)[0]
 
 
-def thaw_keeping(plain: list[tuple[object, ...]]) -> tuple[list[Poll], Thawed]:
-    """``thaw``, and what ``freeze`` needs to reuse what was thawed."""
-    polls = thaw(plain)
-    parts: dict[int, tuple[object, object]] = {}
-    previous: Poll | None = None
-    columns: tuple[object, ...] = ()
-    for poll, frozen in zip(polls, plain, strict=True):
-        # Consecutive polls share most parts: only a part that changed is new here.
-        for i in _SHARED_AT:
-            if previous is None or poll[i] is not previous[i]:
-                parts[id(poll[i])] = (poll[i], frozen[i])
-        if frozen[_PARTITIONS_AT]:
-            columns = frozen[_PARTITIONS_AT]  # type: ignore[assignment]
-        previous = poll
-    kept = {id(p): (p, f) for p, f in zip(polls, plain, strict=True)}
-    return polls, Thawed(kept, parts, columns)
+def thaw_keeping(frozen: Frozen) -> tuple[list[Poll], Thawed]:
+    """The window's polls, and what ``freeze`` needs to reuse what was thawed."""
+    if not frozen:
+        return [], Thawed({}, [], ())
+    memo = Memo()
+    columns: list[Iterable[object]] = list(frozen)
+    for i, convert in _converters(thaw=True):
+        columns[i] = _convert_column(frozen[i], convert, memo, thawing=True)
+    newest = next((p for p in reversed(frozen[_PARTITIONS_AT]) if p), ())
+    polls = list(map(_make_poll, zip(*columns, strict=True)))
+    parts = [part for part, _ in memo.pairs]
+    return polls, Thawed({id(p): f for p, f in memo.pairs}, parts, newest)  # type: ignore[arg-type]
+
+
+_MISSING = object()
+
+
+def _convert_column(
+    column: tuple[object, ...], convert: Callable[[Any, Memo], Any], memo: Memo, *, thawing: bool
+) -> Iterable[object]:
+    """``column`` with each distinct object in it (by identity) converted once."""
+    ids = list(map(id, column))
+    table: dict[int, object] = {}
+    for key, value in dict(zip(ids, column, strict=True)).items():
+        converted = memo.get(key, _MISSING)
+        if converted is _MISSING:
+            converted = memo[key] = convert(value, memo)
+            if thawing and converted is not None:
+                memo.pairs.append((converted, value))
+        table[key] = converted
+    return map(table.__getitem__, ids)
 
 
 def _is_record(kind: object) -> bool:
@@ -121,8 +140,13 @@ def _flat(kind: object) -> bool:
     )
 
 
-def _expression(kind: object, value: str, names: dict[str, object], thaw: bool) -> str | None:
-    """Python source converting ``value`` of type ``kind``; None when it holds no record."""
+def _expression(
+    kind: object, value: str, names: dict[str, object], thaw: bool, *, each: bool = False
+) -> str | None:
+    """Python source converting ``value`` of type ``kind``; None when it holds no record.
+    ``each``: records in a tuple are converted one by one, each once (by identity), even
+    records of scalars: for a poll's own fields, whose records ``Poll.sharing`` shares
+    one by one with the poll before (its topics: one grows, the others stay)."""
     kind, nullable = _nullable(kind)
     if _is_record(kind):
         name = f"c_{kind.__name__}"  # type: ignore[attr-defined]
@@ -131,7 +155,7 @@ def _expression(kind: object, value: str, names: dict[str, object], thaw: bool) 
     elif get_origin(kind) is tuple:
         args = get_args(kind)
         if len(args) == 2 and args[1] is Ellipsis:  # noqa: PLR2004 - tuple[X, ...]
-            if _flat(args[0]):  # a record type: it has a __name__
+            if _flat(args[0]) and not each:  # a record type: it has a __name__
                 # Records of scalars (partitions, topics): converted by map, all in C.
                 name = f"make_{args[0].__name__}"
                 names[name] = functools.partial(tuple.__new__, args[0])
@@ -150,32 +174,47 @@ def _expression(kind: object, value: str, names: dict[str, object], thaw: bool) 
 
 @cache
 def _converter(cls: type[NamedTuple], *, thaw: bool) -> Callable[[Any, Memo], Any]:
+    """One record of ``cls`` <-> a plain tuple of its fields, converted likewise; a
+    record met again (the same object: members shared from poll to poll) is converted
+    once."""
     hints = typing.get_type_hints(cls)
     names: dict[str, object] = {"new": tuple.__new__, "cls": cls}
     fields = []
-    shared_lines = []
     for i, field in enumerate(cls._fields):
         expression = _expression(hints[field], f"o[{i}]", names, thaw)
-        if cls is Poll and field == "partitions":
-            names["partitions"] = _thaw_partitions if thaw else _freeze_partitions
-            fields.append(f"partitions(o[{i}], memo)")
-        elif expression is None:
-            fields.append(f"o[{i}]")
-        elif cls is Poll and field in _SHARED:
-            # Shared with the poll before: converted once, by the identity of the part.
-            shared_lines.append(
-                f"    v{i} = memo.get(id(o[{i}]))\n"
-                f"    if v{i} is None:\n"
-                f"        v{i} = memo[id(o[{i}])] = {expression}\n"
-            )
-            fields.append(f"v{i}")
-        else:
-            fields.append(expression)
-    body = "".join(shared_lines)
+        fields.append(f"o[{i}]" if expression is None else expression)
     built = f"({', '.join(fields)},)"
-    result = f"new(cls, {built})" if thaw else built
-    source = f"def convert(o, memo):\n{body}    return {result}\n"
+    source = (
+        "def convert(o, memo):\n"
+        "    r = memo.get(id(o))\n"
+        "    if r is None:\n"
+        f"        r = memo[id(o)] = {f'new(cls, {built})' if thaw else built}\n"
+        + ("        memo.pairs.append((r, o))\n" if thaw else "")
+        + "    return r\n"
+    )
     exec(source, names)  # noqa: S102 - written here from the record's own field types
+    return typing.cast(Callable[[Any, Memo], Any], names["convert"])
+
+
+@cache
+def _converters(*, thaw: bool) -> tuple[tuple[int, Callable[[Any, Memo], Any]], ...]:
+    """The ``Poll`` fields that hold records, each with the converter of one value."""
+    hints = typing.get_type_hints(Poll)
+    out: list[tuple[int, Callable[[Any, Memo], Any]]] = []
+    for i, field in enumerate(Poll._fields):
+        if i == _PARTITIONS_AT:
+            out.append((i, _thaw_partitions if thaw else _freeze_partitions))
+            continue
+        names: dict[str, object] = {}
+        expression = _expression(hints[field], "o", names, thaw, each=True)
+        if expression is not None:
+            out.append((i, _compiled(expression, names)))
+    return tuple(out)
+
+
+def _compiled(expression: str, names: dict[str, object]) -> Callable[[Any, Memo], Any]:
+    source = f"def convert(o, memo):\n    return {expression}\n"
+    exec(source, names)  # noqa: S102 - written here from the records' own field types
     return typing.cast(Callable[[Any, Memo], Any], names["convert"])
 
 

@@ -127,3 +127,32 @@ def test_unchanged_parts_are_shared_with_the_poll_before() -> None:
     aged = shared.aged(keep_partitions=False)
     assert (aged.partitions, aged.changelog_ends) == (None, None)
     assert aged.lag_total == 10, "the lag survives its partitions"
+
+
+def test_records_equal_to_the_poll_befores_are_shared_when_their_neighbours_changed() -> None:
+    # A rebalance loop: one thread rejoins under a new member id at every poll while the
+    # other stays as it was; one changelog grows while the other stays. What stayed is
+    # the poll before's object.
+    def plain(rejoined_id: str, t: float, size: int) -> bytes:
+        s = snapshot(
+            "app",
+            t,
+            members=[
+                streams_member("pA", 1, {"0_0": [("in", 0)]}),
+                streams_member("pB", 1, {"0_1": [("in", 1)]}, member_id=rejoined_id),
+            ],
+            topics=[
+                changelog("app-idle-changelog", [3], size_bytes=10),
+                changelog("app-busy-changelog", [7], size_bytes=size),
+            ],
+        )
+        return s.to_json()
+
+    _key, first = decode(plain("pB-1-first", T, 100))
+    _key, second = decode(plain("pB-1-again", T + 10, 200))
+    shared = second.sharing(first)
+    assert shared.members is not first.members, "a member changed"
+    assert [m is f for m, f in zip(shared.members, first.members, strict=True)] == [True, False]
+    assert shared.topics is not first.topics, "a changelog grew"
+    assert [t is f for t, f in zip(shared.topics, first.topics, strict=True)] == [True, False]
+    assert shared == second, "sharing changes no value"

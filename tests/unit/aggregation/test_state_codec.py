@@ -1,10 +1,12 @@
 """A bucket's state through the state store: kept, carried over an upgrade, or told."""
 
 import json
+import pickle
+import typing
 import zlib
 from typing import NamedTuple
 
-from agent.aggregation import facts
+from agent.aggregation import facts, tuples
 from agent.aggregation.facts import decode as decode_snapshot
 from agent.aggregation.group import GroupState, step
 from agent.aggregation.state_codec import WINDOWS_FORMAT, bucket_of, decode, encode
@@ -16,6 +18,7 @@ from tests.unit.aggregation.cases import no_live_consumers
 RECORDS_AT_FORMAT = {
     1: "db7d694a",
     2: "db7d694a",  # the records as they were; their partitions frozen as columns
+    3: "db7d694a",  # the records as they were; a window frozen as columns
 }
 
 
@@ -138,3 +141,75 @@ def test_a_window_carried_batch_after_batch_stays_what_it_would_be_kept_in_memor
     assert carried[("test", case.name)].series == in_memory.series
     fresh = encode({("test", case.name): in_memory})
     assert len(zlib.decompress(stored.windows)) == len(zlib.decompress(fresh.windows))
+
+
+def _rebalance_loop(polls: int) -> list[facts.Poll]:
+    """A group in which one of four members rejoins under a new id at every poll."""
+    window: list[facts.Poll] = []
+    for t in range(polls):
+        # Each poll decoded from its own snapshot: equal members, but their own objects.
+        own = _poll_with(None, float(t))
+        member = own.members[0]
+        stay = tuple(member._replace(member_id=f"m-{n}", thread=n) for n in range(3))
+        rejoined = member._replace(member_id=f"again-{t}", thread=9)
+        poll = own._replace(members=(*stay, rejoined))
+        window.append(poll.sharing(window[-1] if window else None))
+    return window
+
+
+def test_a_member_that_stays_while_another_rejoins_is_stored_once() -> None:
+    def raw_size(polls: int) -> int:
+        state = GroupState(series={"a": _rebalance_loop(polls)})
+        return len(zlib.decompress(encode({("test", "g"): state}).windows))
+
+    one, thirty = raw_size(1), raw_size(30)
+    member = len(pickle.dumps(tuple(_rebalance_loop(1)[0].members[0]), protocol=5))
+    # 29 more polls cost their own fields and one new member each, not four.
+    assert thirty - one < 29 * (member + 200)
+    groups, _dropped = decode(
+        encode({("test", "g"): GroupState(series={"a": _rebalance_loop(30)})})
+    )
+    thawed = groups[("test", "g")].series["a"]
+    assert thawed == _rebalance_loop(30)
+    assert len({id(p.members[0]) for p in thawed}) == 1, "thawed as one object again"
+    assert len({id(p.members[3]) for p in thawed}) == 30
+
+
+def test_a_window_frozen_again_reuses_every_part_it_was_read_from() -> None:
+    # Between two batches a window gains a poll; the parts read from the store (members,
+    # each member, partitions) are written back as the very objects read, not converted
+    # again; only the new poll's own parts are.
+    window = _rebalance_loop(12)
+    read = pickle.loads(pickle.dumps(tuples.freeze(window[:-1]), protocol=5))  # noqa: S301
+    polls, thawed = tuples.thaw_keeping(read)
+    polls.append(window[-1].sharing(polls[-1]))
+    again = tuples.freeze(polls, thawed)
+    at = facts.Poll._fields.index("members")
+    members_read, members_again = _records(read[at]), _records(again[at])
+    for before, after in zip(members_read, members_again[:-1], strict=False):
+        assert after is before
+    newest = members_again[-1]
+    assert [m is r for m, r in zip(newest, members_read[-1], strict=True)] == [True] * 3 + [False]
+
+
+def _records(column: tuple[object, ...]) -> list[tuple[object, ...]]:
+    """A frozen column of tuples of records (members, topics), as such."""
+    return [typing.cast(tuple[object, ...], value) for value in column]
+
+
+def test_a_topic_that_stays_while_another_grows_is_stored_once() -> None:
+    def window(polls: int) -> list[facts.Poll]:
+        out: list[facts.Poll] = []
+        for t in range(polls):
+            # Each poll's records its own objects, as decoded from its own snapshot.
+            idle = facts.Topic(
+                "".join(["app-idle-", "changelog"]), 1, "changelog", True, None, 10, 1
+            )
+            busy = facts.Topic("app-busy-changelog", 1, "changelog", True, None, 100 + t, 1)
+            poll = _poll_with(None, float(t))._replace(topics=(idle, busy))
+            out.append(poll.sharing(out[-1] if out else None))
+        return out
+
+    topics = _records(tuples.freeze(window(30))[facts.Poll._fields.index("topics")])
+    assert len({id(idle) for idle, _busy in topics}) == 1
+    assert len({id(busy) for _idle, busy in topics}) == 30
