@@ -130,6 +130,17 @@ class Partition(NamedTuple):
     owner: str | None  # member id
 
 
+class StoredPartitions(tuple[Partition, ...]):
+    """A poll's partitions read back from the state store, with the columns they were
+    stored as (topics, numbers, log-end offsets, committed offsets, lags and owners,
+    each a tuple): ``rules.columns`` builds its arrays from those rather than from the
+    rows, and keeps them here (``built``). Equal to the plain tuple of the same
+    partitions."""
+
+    columns: tuple[tuple[object, ...], ...]
+    built: object
+
+
 class Topic(NamedTuple):
     name: str
     partitions: int

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Any, NamedTuple, Union, get_args, get_origin
 
-from agent.aggregation.facts import Partition, Poll
+from agent.aggregation.facts import Partition, Poll, StoredPartitions
 
 
 class Memo(dict[object, Any]):
@@ -236,4 +236,6 @@ def _thaw_partitions(
 ) -> tuple[Partition, ...] | None:
     if not columns:
         return None if columns is None else ()
-    return tuple(map(_make_partition, zip(*columns, strict=True)))
+    rows = StoredPartitions(map(_make_partition, zip(*columns, strict=True)))
+    rows.columns = columns
+    return rows

@@ -12,14 +12,18 @@ The columns are memoised by the identity of the poll's ``partitions`` tuple
 tuple itself, so an entry can never be taken for another tuple's: a pure
 function's result, computed once. Bounded (the oldest entries go first), so a
 long replay or a job judging many groups keeps only recent polls' columns.
+Partitions read back from the state store (``facts.StoredPartitions``, every
+batch of the streaming job) keep their arrays themselves instead, built from
+the columns they were stored as.
 """
 
-from typing import NamedTuple
+import typing
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from agent.aggregation.facts import Partition
+from agent.aggregation.facts import Partition, StoredPartitions
 
 Ints = npt.NDArray[np.int64]
 Bools = npt.NDArray[np.bool_]
@@ -54,10 +58,17 @@ _keys: dict[tuple[tuple[str, int], ...], tuple[tuple[str, int], ...]] = {}
 def partition_columns(partitions: tuple[Partition, ...]) -> PartitionColumns | None:
     """``partitions`` as columns; None when a value does not fit a 64-bit integer (the
     caller then reads the rows one by one)."""
+    if type(partitions) is StoredPartitions:
+        # Read back from the state store: built from the columns they were stored as, and
+        # kept with them for as long as their poll lives (a batch), outside the cache.
+        built = partitions.__dict__.get("built", _MISSING)
+        if built is _MISSING:
+            built = partitions.built = _build(partitions.columns)
+        return built  # type: ignore[no-any-return]
     hit = _cache.get(id(partitions))
     if hit is not None and hit[0] is partitions:
         return hit[1]
-    columns = _build(partitions)
+    columns = _build(tuple(zip(*partitions, strict=True)))
     if len(_cache) >= _CACHE_SIZE:
         # Insertion order: the oldest polls first.
         for key in list(_cache)[: _CACHE_SIZE // 4]:
@@ -66,18 +77,22 @@ def partition_columns(partitions: tuple[Partition, ...]) -> PartitionColumns | N
     return columns
 
 
-def _build(partitions: tuple[Partition, ...]) -> PartitionColumns | None:
-    if not partitions:
+_MISSING = object()
+
+
+def _build(columns: tuple[tuple[Any, ...], ...]) -> PartitionColumns | None:
+    """Arrays of partitions given as their six columns (``Partition``'s fields)."""
+    if not columns:
         return PartitionColumns(
             (), np.zeros((4, 0), dtype=np.int64), unique=True, log_ends=np.zeros(0, dtype=np.int64)
         )
-    topics, numbers, ends, committed, lags, owners = zip(*partitions, strict=True)
+    topics, numbers, ends, committed, lags, owners = columns
     if None in committed or None in lags:
         known = [c is not None and lag is not None for c, lag in zip(committed, lags, strict=True)]
         committed = tuple(0 if c is None else c for c in committed)
         lags = tuple(0 if lag is None else lag for lag in lags)
     else:
-        known = [True] * len(partitions)
+        known = [True] * len(committed)
     try:
         values = np.array((committed, lags, known, [o is not None for o in owners]), dtype=np.int64)
     except OverflowError:
@@ -94,10 +109,11 @@ def _build(partitions: tuple[Partition, ...]) -> PartitionColumns | None:
 
 
 def _offsets(values: tuple[int | None, ...]) -> Ints | None:
+    """Log-end offsets as an array, when all are known and any difference of two fits."""
     if None in values:
         return None
-    try:
-        offsets = np.array(values, dtype=np.int64)
-    except OverflowError:
+    known = typing.cast(tuple[int, ...], values)
+    # Python's min and max: faster than numpy's for a poll's few partitions.
+    if min(known) < 0 or max(known) >= _OFFSET_LIMIT:
         return None
-    return offsets if offsets.min() >= 0 and offsets.max() < _OFFSET_LIMIT else None
+    return np.array(known, dtype=np.int64)

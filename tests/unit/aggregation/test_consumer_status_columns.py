@@ -3,12 +3,14 @@ partition those do not fit is walked row by row. Both must give exactly what wal
 every partition row by row gives (``_statuses(..., by_row=True)``, the original walk):
 the same statuses, and each partition's runs, quarters and rewinds, value for value."""
 
+import pickle
 import random
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.aggregation.facts import Member, Partition, Poll
+from agent.aggregation import tuples
+from agent.aggregation.facts import Member, Partition, Poll, StoredPartitions
 from agent.aggregation.rules.base import Evaluation
 from agent.aggregation.rules.consumer_status import _statuses, _Track
 from agent.aggregation.window import SeriesWindow
@@ -135,6 +137,24 @@ def test_the_columns_judge_as_walking_every_row(polls: list[Poll], span: float) 
     ev = Evaluation(SeriesWindow(polls), DetectorsConfig(consumer_status_window=span), "g")
     by_row = _statuses(ev, by_row=True)
     at_once = _statuses(ev)
+    assert at_once[1:] == by_row[1:]  # ok, unassigned
+    assert [(s.status, s.owner, _track(s.track)) for s in at_once[0]] == [
+        (s.status, s.owner, _track(s.track)) for s in by_row[0]
+    ]
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(windows(), st.sampled_from([60.0, 120.0, 300.0]))
+def test_a_window_read_back_from_the_state_store_judges_as_walking_every_row(
+    polls: list[Poll], span: float
+) -> None:
+    # The streaming job's windows come back from the state store every batch, their
+    # partitions' arrays built from the columns they were stored as.
+    stored = tuples.thaw(pickle.loads(pickle.dumps(tuples.freeze(polls))))  # noqa: S301
+    assert all(type(p.partitions) is StoredPartitions for p in stored if p.partitions)
+    params = DetectorsConfig(consumer_status_window=span)
+    by_row = _statuses(Evaluation(SeriesWindow(polls), params, "g"), by_row=True)
+    at_once = _statuses(Evaluation(SeriesWindow(stored), params, "g"))
     assert at_once[1:] == by_row[1:]  # ok, unassigned
     assert [(s.status, s.owner, _track(s.track)) for s in at_once[0]] == [
         (s.status, s.owner, _track(s.track)) for s in by_row[0]
