@@ -325,33 +325,41 @@ def _partitions(
             if c.error_code == 0 and c.offset >= 0:
                 committed[(c.topic, c.partition)] = (c.offset, c.metadata)
     keys = sorted(set(committed) | set(owners))
+    # Looked up once: the loop below runs 20,000 times a poll at 1,000 groups.
+    log_end, log_start, topics = observation.log_end, observation.log_start, observation.topics
+    estimate_of = history.estimate
     rows = []
     for key in keys:
         topic, partition = key
-        end = observation.log_end.get(key)
-        start = observation.log_start.get(key)
+        end = log_end.get(key)
+        start = log_start.get(key)
         leo = end.offset if end else None
-        offset, metadata = committed.get(key, (None, None))
+        offset, metadata = committed.get(key, _NOT_COMMITTED)
         lag = max(0, leo - offset) if leo is not None and offset is not None else None
-        estimate = history.estimate(key, offset, now) if offset is not None else None
-        metadata_topic = observation.topics.get(topic)
+        estimate = estimate_of(key, offset, now) if offset is not None else None
+        metadata_topic = topics.get(topic)
         leaders = metadata_topic.leaders if metadata_topic else ()
+        # Positional, in PartitionInfo's field order: keywords cost a third more, and a
+        # poll makes 20,000 (test_partition_rows proves every field lands in its place).
         rows.append(
             PartitionInfo(
-                topic=topic,
-                partition=partition,
-                log_end_offset=leo,
-                log_start_offset=start.offset if start else None,
-                committed_offset=offset,
-                lag=lag,
-                lag_seconds=estimate.seconds if estimate is not None else None,
-                lag_seconds_lower_bound=estimate is not None and estimate.lower_bound,
-                owner_member_id=owners.get(key),
-                stream_time_ms=_stream_time(metadata) if streams else None,
-                leader_id=leaders[partition] if partition < len(leaders) else None,
+                topic,
+                partition,
+                leo,  # log_end_offset
+                start.offset if start else None,  # log_start_offset
+                offset,  # committed_offset
+                lag,
+                estimate.seconds if estimate is not None else None,  # lag_seconds
+                owners.get(key),  # owner_member_id
+                _stream_time(metadata) if streams else None,  # stream_time_ms
+                leaders[partition] if partition < len(leaders) else None,  # leader_id
+                estimate is not None and estimate.lower_bound,  # lag_seconds_lower_bound
             )
         )
     return tuple(rows)
+
+
+_NOT_COMMITTED = (None, None)
 
 
 def _stream_time(metadata: str | None) -> int | None:

@@ -7,6 +7,7 @@ builder (``build``) turns them into snapshots. Tests build them by hand.
 from collections import Counter
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,8 +120,10 @@ class StreamsGroupDescription:
     coordinator_id: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CommittedOffset:
+# CommittedOffset and PartitionOffset are NamedTuples, not frozen dataclasses like the
+# rest: a poll of 1,000 groups x 20 partitions makes 39,000 of them, and a tuple is made
+# in less than half the time (a frozen dataclass sets each field by object.__setattr__).
+class CommittedOffset(NamedTuple):
     topic: str
     partition: int
     offset: int  # -1: none
@@ -149,8 +152,7 @@ class TopicMetadata:
         return max((len(r) for r in self.replicas), default=None) or None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionOffset:
+class PartitionOffset(NamedTuple):  # a NamedTuple: see CommittedOffset
     topic: str
     partition: int
     offset: int | None  # None when the broker returned an error for it

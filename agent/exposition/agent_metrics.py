@@ -8,14 +8,16 @@ Every family is made through a ``FamilyMaker``: ``AgentCollector`` makes
 prometheus_client's (a registry's collector: the golden tests), and
 ``metrics_cache`` makes ones that write the text exposition directly, once per
 poll (a scrape then serves bytes). Both walk the same code below, so the
-names, labels and HELP texts are defined once.
+names, labels and HELP texts are defined once; only the per-partition families
+(nine samples in ten) are written apart, in bulk, by ``bulk_families`` from the
+same ``FamilySpec``s, and tests compare its bytes with what this code makes.
 """
 
 import platform
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -74,10 +76,15 @@ class AgentMetrics:
         """What only a poll changes: groups, partitions, Streams, the sidecar's view."""
         snapshots = [s for c in view.clusters for s in c.snapshots]
         yield from _groups(self.make, snapshots)
-        yield from _partitions(self.make, snapshots, self.lag_granularity)
+        yield from self.partitions(snapshots)
         yield from _streams(self.make, snapshots)
         if self.mode == "sidecar":
             yield from _sidecar(self.make, view.clusters)
+
+    def partitions(self, snapshots: list[Snapshot]) -> Iterator[Family]:
+        """The series per group and partition, then per partition (``BulkTextMetrics``
+        writes the same text faster)."""
+        return _partitions(self.make, snapshots, self.lag_granularity)
 
     def _self_health(self, clusters: Iterable[ClusterStatus]) -> Iterator[Family]:
         make = self.make
@@ -301,23 +308,54 @@ def _groups(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
     yield from (metadata_bytes, metadata_limit, decode_errors)
 
 
+class FamilySpec(NamedTuple):
+    """A family's name, HELP text and label names, for a family written two ways."""
+
+    name: str
+    documentation: str
+    labels: list[str]
+
+
+_PARTITION_KEY = ["kafka_cluster", "group", "topic", "partition"]
+PARTITION_LAG = FamilySpec(
+    "ksmon_partition_lag", "Records not yet consumed by the group on the partition.", _PARTITION_KEY
+)
+PARTITION_LAG_SECONDS = FamilySpec(
+    "ksmon_partition_lag_seconds",
+    "How long ago the group's first unconsumed record on the partition was appended "
+    "(interpolated from log-end offsets; 0 when caught up).",
+    _PARTITION_KEY,
+)
+PARTITION_COMMITTED_OFFSET = FamilySpec(
+    "ksmon_partition_committed_offset", "The group's committed offset.", _PARTITION_KEY
+)
+PARTITION_ASSIGNMENT_INFO = FamilySpec(
+    "ksmon_partition_assignment_info",
+    "Which member holds the partition, always 1.",
+    [*_PARTITION_KEY, "member_id", "client_id", "host"],
+)
+TOPIC_PARTITION_KEY = ["kafka_cluster", "topic", "partition"]
+PARTITION_LOG_END_OFFSET = FamilySpec(
+    "ksmon_partition_log_end_offset",
+    "The partition's log-end offset (the offset the next record will get).",
+    TOPIC_PARTITION_KEY,
+)
+PARTITION_LOG_START_OFFSET = FamilySpec(
+    "ksmon_partition_log_start_offset",
+    "The partition's earliest available offset.",
+    TOPIC_PARTITION_KEY,
+)
+
+
 def _partitions(
     make: FamilyMaker, snapshots: list[Snapshot], granularity: LagGranularity
 ) -> Iterator[Family]:
     if granularity == "topic":
-        yield from _topic_lag(make, snapshots)
+        yield from topic_lag(make, snapshots)
     else:
         yield from _partition_lag(make, snapshots)
-    end = make.gauge(
-        "ksmon_partition_log_end_offset",
-        "The partition's log-end offset (the offset the next record will get).",
-        ["kafka_cluster", "topic", "partition"],
-    )
-    start = make.gauge(
-        "ksmon_partition_log_start_offset",
-        "The partition's earliest available offset.",
-        ["kafka_cluster", "topic", "partition"],
-    )
+    end = make.gauge(*PARTITION_LOG_END_OFFSET)
+    start = make.gauge(*PARTITION_LOG_START_OFFSET)
     seen: set[tuple[str, str, int]] = set()
     for s in snapshots:
         for p in s.partitions:
@@ -334,24 +372,10 @@ def _partitions(
 
 
 def _partition_lag(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
-    labels = ["kafka_cluster", "group", "topic", "partition"]
-    lag = make.gauge(
-        "ksmon_partition_lag", "Records not yet consumed by the group on the partition.", labels
-    )
-    seconds = make.gauge(
-        "ksmon_partition_lag_seconds",
-        "How long ago the group's first unconsumed record on the partition was appended "
-        "(interpolated from log-end offsets; 0 when caught up).",
-        labels,
-    )
-    committed = make.gauge(
-        "ksmon_partition_committed_offset", "The group's committed offset.", labels
-    )
-    owner = make.gauge(
-        "ksmon_partition_assignment_info",
-        "Which member holds the partition, always 1.",
-        [*labels, "member_id", "client_id", "host"],
-    )
+    lag = make.gauge(*PARTITION_LAG)
+    seconds = make.gauge(*PARTITION_LAG_SECONDS)
+    committed = make.gauge(*PARTITION_COMMITTED_OFFSET)
+    owner = make.gauge(*PARTITION_ASSIGNMENT_INFO)
     for s in snapshots:
         members = {m.member_id: m for m in s.members}
         for p in s.partitions:
@@ -378,7 +402,7 @@ def _add_partition(
         committed.add_metric(key, p.committed_offset)
 
 
-def _topic_lag(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
+def topic_lag(make: FamilyMaker, snapshots: list[Snapshot]) -> Iterator[Family]:
     labels = ["kafka_cluster", "group", "topic"]
     lag = make.gauge(
         "ksmon_topic_lag", "Records not yet consumed by the group, summed over the topic.", labels

@@ -13,7 +13,9 @@ decompressed for it (Prometheus always accepts gzip).
 
 The text is the Prometheus text format 0.0.4, the same bytes prometheus_client's
 ``generate_latest`` writes for ``AgentCollector`` (tests compare them): the same
-``AgentMetrics`` code makes the families, only the family objects differ.
+``AgentMetrics`` code makes the families, only the family objects differ, except
+the per-partition ones, which ``bulk_families`` writes a group at a time
+(``text_format`` writes the lines).
 OpenMetrics is not offered; Prometheus and every scraper accept this format.
 A gzip answer is two gzip members (the fresh head, the cached body) one after
 the other, which gzip readers (Go's, Python's, curl's) read as one stream.
@@ -23,99 +25,17 @@ import gzip
 import itertools
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from typing import NamedTuple
-
-from prometheus_client.utils import floatToGoString
 
 from agent.exposition.agent_metrics import AgentMetrics, Family, LagGranularity
 from agent.exposition.agent_state import AgentState
+from agent.exposition.bulk_families import BulkTextMetrics
+from agent.exposition.text_format import TextFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
 _GZIP_LEVEL = 1
-_PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's exponent starts at 1e6)
-
-
-def _needs_escape(text: str) -> bool:
-    # Three scans of a short string: quicker than a regular expression's search.
-    return "\\" in text or "\n" in text or '"' in text
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
-
-
-_MINUS_INF = float("-inf")
-_GO_EXPONENT_FROM = 1e6  # floatToGoString writes positive numbers from here as Go does
-
-
-def _number(value: float) -> str:
-    if type(value) is int and -_PLAIN_INTEGERS <= value <= _PLAIN_INTEGERS:
-        return f"{value}.0"
-    if type(value) is float and _MINUS_INF < value < _GO_EXPONENT_FROM:
-        return repr(value)  # what floatToGoString returns for these (NaN fails the test)
-    return str(floatToGoString(value))  # type: ignore[no-untyped-call]
-
-
-class _LastLabels:
-    """The label text written last, by label names and values: a partition's lag, lag
-    in seconds and committed offset are three families with the same labels in turn."""
-
-    __slots__ = ("names", "text", "values")
-
-    def __init__(self) -> None:
-        self.names: tuple[str, ...] = ()
-        self.values: Sequence[str] = ()
-        self.text = ""
-
-
-class TextFamily:
-    """A metric family that writes its lines as samples are added, as UTF-8 bytes into
-    one buffer (not a list of 20,000 strings: those raised the agent's peak memory)."""
-
-    __slots__ = ("_last", "_names", "_sample", "_template", "text")
-
-    def __init__(
-        self, name: str, documentation: str, labels: list[str], kind: str, last: _LastLabels
-    ) -> None:
-        self._sample = f"{name}_total" if kind == "counter" else name
-        help_text = documentation.replace("\\", r"\\").replace("\n", r"\n")
-        self.text = bytearray(
-            f"# HELP {self._sample} {help_text}\n# TYPE {self._sample} {kind}\n".encode()
-        )
-        # Labels in name order, as prometheus_client writes them: the template takes
-        # the values in the caller's order and places each by its index.
-        order = sorted(range(len(labels)), key=lambda i: labels[i])
-        self._names = tuple(labels)
-        self._template = "{{" + ",".join(f'{labels[i]}="{{{i}}}"' for i in order) + "}}"
-        self._last = last
-
-    def add_metric(self, labels: Sequence[str], value: float) -> None:
-        last = self._last
-        if last.names is self._names and last.values == labels:
-            text = last.text
-        elif not labels:
-            text = ""
-        else:
-            if _needs_escape("".join(labels)):
-                text = self._template.format(*[_escape(v) for v in labels])
-            else:
-                text = self._template.format(*labels)
-            # A copy: a caller may reuse its list with other values.
-            last.names, last.values, last.text = self._names, list(labels), text
-        self.text += f"{self._sample}{text} {_number(value)}\n".encode()
-
-
-class TextFamilies:
-    def __init__(self) -> None:
-        self._last = _LastLabels()
-
-    def gauge(self, name: str, documentation: str, labels: list[str]) -> Family:
-        return TextFamily(name, documentation, labels, "gauge", self._last)
-
-    def counter(self, name: str, documentation: str, labels: list[str]) -> Family:
-        return TextFamily(name, documentation, labels, "counter", self._last)
 
 
 def _text(families: Iterable[Family]) -> bytes:
@@ -186,11 +106,8 @@ class MetricsExposition:
 
     def _metrics(self) -> AgentMetrics:
         """Fresh families for one rendering (polls and scrapes run in parallel)."""
-        return AgentMetrics(
-            TextFamilies(),
-            agent_id=self.agent_id,
-            mode=self.mode,
-            lag_granularity=self.lag_granularity,
+        return BulkTextMetrics(
+            agent_id=self.agent_id, mode=self.mode, lag_granularity=self.lag_granularity
         )
 
     def update(self) -> None:

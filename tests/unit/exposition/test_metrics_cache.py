@@ -18,6 +18,7 @@ from agent.model import (
     SCHEMA_VERSION,
     AgentInfo,
     GroupInfo,
+    MemberInfo,
     PartitionInfo,
     PollInfo,
     Snapshot,
@@ -125,6 +126,53 @@ def test_any_label_text_and_any_number_come_out_the_same(
         if lag == lag and abs(lag) < 1e18  # noqa: PLR0124 - NaN is no lag (lags are ints)
     ]
     expected, cached = both(state_with(snapshots), "central", "partition")
+    assert cached == expected
+
+
+optional_offsets = st.one_of(st.none(), st.integers(0, 10**13))
+partition_rows = st.lists(
+    st.builds(
+        PartitionInfo,
+        topic=st.sampled_from(["in", "out", 'we"ird\\topic\n']),
+        partition=st.integers(0, 3),
+        log_end_offset=optional_offsets,
+        log_start_offset=optional_offsets,
+        committed_offset=optional_offsets,
+        lag=optional_offsets,
+        lag_seconds=st.one_of(st.none(), numbers),
+        owner_member_id=st.sampled_from([None, "m-1", 'm"2', "gone"]),
+    ),
+    max_size=5,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(odd_text, odd_text, partition_rows), max_size=4),
+    st.sampled_from(["partition", "topic"]),
+)
+def test_the_per_partition_families_written_in_bulk_come_out_the_same(
+    groups: list[tuple[str, str, list[PartitionInfo]]], granularity: LagGranularity
+) -> None:
+    # Groups of two clusters that share partitions (one log-end series each), members
+    # that own partitions and one that owns none, values that are unknown.
+    members = (
+        MemberInfo("m-1", 'client "1"', "/10.0.0.1"),
+        MemberInfo('m"2', "client\\2", "/10.0.0.2\n"),
+    )
+    snapshots = [
+        Snapshot(
+            schema_version=SCHEMA_VERSION,
+            cluster=cluster,
+            agent=AGENT,
+            poll=PollInfo(1, 1_700_000_000.0, 0.5),
+            group=GroupInfo(group, "classic", "Stable", "consumer", None, 1),
+            members=members,
+            partitions=tuple(rows),
+        )
+        for cluster, group, rows in groups
+    ]
+    expected, cached = both(state_with(snapshots), "central", granularity)
     assert cached == expected
 
 

@@ -1,0 +1,107 @@
+"""The Prometheus text format 0.0.4, written as prometheus_client's ``generate_latest``
+writes it: the same HELP escaping, labels in name order, label values escaped the
+same way and numbers as Go prints them. ``metrics_cache`` serves what is written
+here; tests compare the bytes with prometheus_client's.
+"""
+
+from collections.abc import Sequence
+
+from prometheus_client.utils import floatToGoString
+
+_PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's exponent starts at 1e6)
+_MINUS_INF = float("-inf")
+_GO_EXPONENT_FROM = 1e6  # floatToGoString writes positive numbers from here as Go does
+
+
+def number_text(value: float) -> str:
+    """A sample's value, as ``floatToGoString`` writes it (the common cases without it)."""
+    if type(value) is int and -_PLAIN_INTEGERS <= value <= _PLAIN_INTEGERS:
+        return f"{value}.0"
+    if type(value) is float and _MINUS_INF < value < _GO_EXPONENT_FROM:
+        return repr(value)  # what floatToGoString returns for these (NaN fails the test)
+    return str(floatToGoString(value))  # type: ignore[no-untyped-call]
+
+
+def _needs_escape(text: str) -> bool:
+    # Three scans of a short string: quicker than a regular expression's search.
+    return "\\" in text or "\n" in text or '"' in text
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r"\"")
+
+
+def label_value(value: str) -> str:
+    """A label value as it stands between the quotes."""
+    return _escape(value) if _needs_escape(value) else value
+
+
+def label_template(names: Sequence[str]) -> str:
+    """A ``str.format`` template of a series' labels (``{a="{0}",b="{1}"}``), placed in
+    name order as prometheus_client writes them: it takes the values, already passed
+    through ``label_value``, in the order of ``names``."""
+    order = sorted(range(len(names)), key=lambda i: names[i])
+    return "{{" + ",".join(f'{names[i]}="{{{i}}}"' for i in order) + "}}"
+
+
+class _LastLabels:
+    """The label text written last, by label names and values: a group's members, lag,
+    lag in seconds, generation, epoch and metadata bytes are families with the same
+    labels in turn."""
+
+    __slots__ = ("names", "text", "values")
+
+    def __init__(self) -> None:
+        self.names: tuple[str, ...] = ()
+        self.values: Sequence[str] = ()
+        self.text = ""
+
+
+class TextFamily:
+    """A metric family that writes its lines as samples are added, as UTF-8 bytes into
+    one buffer (not a list of 20,000 strings: those raised the agent's peak memory)."""
+
+    __slots__ = ("_last", "_names", "_template", "sample", "text")
+
+    def __init__(
+        self, name: str, documentation: str, labels: list[str], kind: str, last: _LastLabels
+    ) -> None:
+        # The name on the sample lines: prometheus_client adds _total to a counter's.
+        self.sample = f"{name}_total" if kind == "counter" else name
+        help_text = documentation.replace("\\", r"\\").replace("\n", r"\n")
+        self.text = bytearray(
+            f"# HELP {self.sample} {help_text}\n# TYPE {self.sample} {kind}\n".encode()
+        )
+        self._names = tuple(labels)
+        self._template = label_template(labels)
+        self._last = last
+
+    def add_metric(self, labels: Sequence[str], value: float) -> None:
+        last = self._last
+        if last.values == labels and last.names == self._names:
+            text = last.text
+        elif not labels:
+            text = ""
+        else:
+            if _needs_escape("".join(labels)):
+                text = self._template.format(*[_escape(v) for v in labels])
+            else:
+                text = self._template.format(*labels)
+            # A copy: a caller may reuse its list with other values.
+            last.names, last.values, last.text = self._names, list(labels), text
+        self.text += f"{self.sample}{text} {number_text(value)}\n".encode()
+
+    def add_lines(self, lines: list[str]) -> None:
+        """Sample lines written by the caller (each ends with a newline), in one piece."""
+        self.text += "".join(lines).encode()
+
+
+class TextFamilies:
+    def __init__(self) -> None:
+        self._last = _LastLabels()
+
+    def gauge(self, name: str, documentation: str, labels: list[str]) -> TextFamily:
+        return TextFamily(name, documentation, labels, "gauge", self._last)
+
+    def counter(self, name: str, documentation: str, labels: list[str]) -> TextFamily:
+        return TextFamily(name, documentation, labels, "counter", self._last)
