@@ -19,7 +19,7 @@ limit):
     .venv/bin/python bench/agent_cost.py --topics 95 --minutes 5
     .venv/bin/python bench/agent_cost.py --bootstrap 127.0.0.1:9092 --profile
 
-``--source DIR`` runs the daemon from another checkout (``git archive <commit> |
+``--source DIR`` runs the daemon (not ``--profile``) from another checkout (``git archive <commit> |
 tar -x -C DIR``), to measure an earlier version on the same cluster.
 """
 
@@ -222,6 +222,12 @@ def main() -> None:
     )
     parser.add_argument("--source", type=Path, default=ROOT, help="the checkout to run")
     args = parser.parse_args()
+    if args.profile and args.source.resolve() != ROOT:
+        # The profile polls in this process, with the agent package it imports.
+        parser.error(
+            "--source applies to the daemon; --profile runs this checkout's code in this "
+            "process: run the other checkout's bench/agent_cost.py (or set PYTHONPATH to it)"
+        )
 
     def measure(bootstrap: str) -> dict[str, object]:
         report: dict[str, object] = {"load_average_before": os.getloadavg()}
