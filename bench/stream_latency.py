@@ -27,6 +27,9 @@ what an agent does, minus its polling.
     .venv/bin/python bench/stream_latency.py --input spool    # the same through a spool directory
     .venv/bin/python bench/stream_latency.py --groups 1 --partitions 6 --instances 3 --threads 1 \
         --fill-minutes 2 --measure-minutes 10          # one app of 3 instances: the job's CPU
+
+``--shuffle-partitions`` sets the job's ``aggregation.spark.shuffle_partitions``
+(default 4): 1 for a job that watches a few apps (docs/deploy.md).
 """
 
 import argparse
@@ -124,7 +127,13 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 def config_document(
-    bootstrap: str, work: Path, port: int, input_type: str, partitions: int
+    bootstrap: str,
+    work: Path,
+    port: int,
+    input_type: str,
+    partitions: int,
+    *,
+    shuffle_partitions: int = 4,
 ) -> dict[str, object]:
     sink: dict[str, object] = (
         {"type": "kafka", "kafka": {"topic": "bench.snapshots", "partitions": partitions}}
@@ -135,7 +144,7 @@ def config_document(
         "listen": f"127.0.0.1:{port}",
         "checkpoint_dir": str(work / "checkpoint"),
         "findings": {"topic": "bench.findings", "partitions": 1},
-        "spark": {"master": "local[2]"},
+        "spark": {"master": "local[2]", "shuffle_partitions": shuffle_partitions},
     }
     if input_type == "kafka":
         aggregation["input"] = {"kafka": {"starting_offsets": "earliest"}}
@@ -163,6 +172,9 @@ def main() -> None:  # noqa: PLR0912, PLR0915 - one linear script: prepare, run,
     parser.add_argument("--measure-minutes", type=float, default=30)
     parser.add_argument("--data", type=Path, help="where the serialised polls are kept (reused)")
     parser.add_argument("--work", type=Path, help="keep the job's log and checkpoints here")
+    parser.add_argument(
+        "--shuffle-partitions", type=int, default=4, help="aggregation.spark.shuffle_partitions"
+    )
     args = parser.parse_args()
 
     from agent.config import parse_config
@@ -195,7 +207,14 @@ def main() -> None:  # noqa: PLR0912, PLR0915 - one linear script: prepare, run,
         job: subprocess.Popen[str] | None = None
         try:
             port = free_port()
-            document = config_document(kafka.bootstrap_servers, work, port, args.input, 6)
+            document = config_document(
+                kafka.bootstrap_servers,
+                work,
+                port,
+                args.input,
+                6,
+                shuffle_partitions=args.shuffle_partitions,
+            )
             text = yaml.safe_dump(document, sort_keys=False)
             (work / "ksmon.yaml").write_text(text)
             config = parse_config(text, str(work / "ksmon.yaml"), {})
