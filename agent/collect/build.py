@@ -227,14 +227,8 @@ def build_snapshot(
         ),
         rebalances=rebalance.new_events,
         errors=_errors(observation, group_id, described, modern, streams_group),
-        subtopologies=(
-            _broker_subtopologies(streams_group)
-            or _configured_subtopologies(
-                observation.topologies.get(group_id),
-                group_id,
-                known_topics={*observation.metadata.all_topics, *observation.topics},
-            )
-        ),
+        subtopologies=_broker_subtopologies(streams_group)
+        or _configured_subtopologies(observation, group_id),
     )
 
 
@@ -276,13 +270,15 @@ def _broker_subtopologies(
 
 
 def _configured_subtopologies(
-    topology: TopologyDescription | None, application_id: str, known_topics: set[str]
+    observation: PollObservation, application_id: str
 ) -> tuple[SubtopologyInfo, ...]:
     """The configured describe() text as the broker would hold it: internal topics by
     their broker names, a store's changelog only where that topic exists (a store can
     run without logging, or, optimized, log to its source topic)."""
+    topology = observation.topologies.get(application_id)
     if topology is None:
-        return ()
+        return ()  # the commonest: asked of each of a thousand groups every poll
+    known_topics = {*observation.metadata.all_topics, *observation.topics}
 
     def repartition(topic: str) -> bool:
         # Foreign-key join topics are repartition topics to Kafka Streams too.

@@ -36,9 +36,9 @@ date it (it failed, or the record was deleted by retention).
 
 from array import array
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, TypeVar
 
 # Dating is precise enough once its bracket is this narrow, in seconds or relative to
 # the record's age (1 % of an hour is 36 s); the agent's own points are a poll apart.
@@ -50,6 +50,8 @@ UNDATABLE_RETRY_SECONDS = 600.0
 # the newest points are a poll apart, and relative error means nothing there.
 _AGE_FLOOR_SECONDS = 60.0
 
+
+Key = TypeVar("Key", bound=Hashable)  # a partition's key, the caller's choice
 
 Aim = Literal["below", "above", "middle"]
 _AIMS: tuple[Aim, ...] = ("below", "above", "middle")
@@ -122,6 +124,39 @@ class OffsetHistory:
         if len(offsets) > self.max_points + self.slack:
             _compact(track, self.max_points, at)
 
+    def record_poll(self, log_ends: Mapping[Key, int | None], at: float) -> None:
+        """One poll's log-end offsets (None: not known this time): ``record`` each, then
+        forget the partitions the poll did not ask about (``retain``). The commonest
+        case at 20,000 partitions a poll, a plateau that goes on, is taken here at once.
+        """
+        tracks = self._tracks
+        for partition, log_end_offset in log_ends.items():
+            if log_end_offset is None:
+                continue
+            track = tracks.get(partition)
+            if track is not None:
+                offsets, times = track.offsets, track.times
+                if (
+                    log_end_offset == offsets[-1]
+                    and len(offsets) > 1
+                    and offsets[-2] == log_end_offset
+                    and at > times[-1]
+                ):
+                    times[-1] = at  # as ``record`` does for a plateau that goes on
+                    continue
+            self.record(partition, at, log_end_offset)
+        for gone in [p for p in tracks if p not in log_ends]:
+            del tracks[gone]
+
+    def prune_below(self, committed: Mapping[Key, Sequence[int]]) -> None:
+        """``prune`` each partition below the lowest of the offsets groups committed on it."""
+        tracks = self._tracks
+        for partition, offsets_committed in committed.items():
+            track = tracks.get(partition)
+            if track is None or track.offsets[0] == track.offsets[-1]:
+                continue  # one plateau (a quiet partition): never anything below to forget
+            self.prune(partition, min(offsets_committed))
+
     def prune(self, partition: Hashable, oldest_needed: int) -> None:
         """Forget points below the lowest committed offset any group still has: keep
         the last point at or below it (the lower end of its bracket), and the points
@@ -141,12 +176,6 @@ class OffsetHistory:
             del track.offsets[:keep_from]
             del track.errors[:keep_from]
             track.errors[0] = 0.0
-
-    def retain(self, partitions: Iterable[Hashable]) -> None:
-        """Forget partitions that are no longer polled (deleted topics, gone groups)."""
-        keep = set(partitions)
-        for partition in [p for p in self._tracks if p not in keep]:
-            del self._tracks[partition]
 
     # -- estimates --------------------------------------------------------------
 

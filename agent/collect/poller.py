@@ -313,17 +313,13 @@ class ClusterPoller:
         failures += latest_failures + earliest_failures
 
         now = self.clock()
-        for p in log_end:
-            if p.offset is not None:
-                self.history.record((p.topic, p.partition), now, p.offset)
-        self.history.retain((p.topic, p.partition) for p in log_end)
         ends, starts = _by_key(log_end), log_start
+        self.history.record_poll({key: p.offset for key, p in ends.items()}, now)
         committed = _committed_by_partition(offsets.values())
         failures += self._date_backlogs(committed, metadata, ends, starts, now, offsets)
         if not fetch_failures and all(not o.error_code for o in offsets.values()):
             # Every group's committed offsets are known: points below all of them go.
-            for key, values in committed.items():
-                self.history.prune(key, min(values))
+            self.history.prune_below(committed)
 
         observation = PollObservation(
             cluster=self.cluster,

@@ -6,7 +6,8 @@ each) was a quarter of the agent's CPU. Here one loop over a group's partitions
 writes the lines of all its families: a partition's label text is made once for
 its lag, lag in seconds and committed offset, label values are escaped once per
 group (a topic once per poll), and each family's lines are joined a group at a
-time.
+time and compressed as they come (``PackedTextFamily``): held as text until the
+last group, they were the agent's peak memory.
 
 ``AgentMetrics`` stays the reference: it adds the same samples one by one to
 prometheus_client's families (the golden files freeze those), and tests compare
@@ -66,10 +67,10 @@ class BulkTextMetrics(AgentMetrics):
         yield from self._log_offsets(snapshots, topics)
 
     def _partition_lag(self, snapshots: list[Snapshot], topics: _LabelValues) -> Iterator[Family]:
-        lag = self.families.gauge(*PARTITION_LAG)
-        seconds = self.families.gauge(*PARTITION_LAG_SECONDS)
-        committed = self.families.gauge(*PARTITION_COMMITTED_OFFSET)
-        owner = self.families.gauge(*PARTITION_ASSIGNMENT_INFO)
+        lag = self.families.packed_gauge(*PARTITION_LAG)
+        seconds = self.families.packed_gauge(*PARTITION_LAG_SECONDS)
+        committed = self.families.packed_gauge(*PARTITION_COMMITTED_OFFSET)
+        owner = self.families.packed_gauge(*PARTITION_ASSIGNMENT_INFO)
         template = label_template(PARTITION_LAG.labels)
         owner_template = label_template(PARTITION_ASSIGNMENT_INFO.labels)
         lag_name, seconds_name, committed_name = lag.sample, seconds.sample, committed.sample
@@ -110,8 +111,8 @@ class BulkTextMetrics(AgentMetrics):
         yield from (lag, seconds, committed, owner)
 
     def _log_offsets(self, snapshots: list[Snapshot], topics: _LabelValues) -> Iterator[Family]:
-        end = self.families.gauge(*PARTITION_LOG_END_OFFSET)
-        start = self.families.gauge(*PARTITION_LOG_START_OFFSET)
+        end = self.families.packed_gauge(*PARTITION_LOG_END_OFFSET)
+        start = self.families.packed_gauge(*PARTITION_LOG_START_OFFSET)
         template = label_template(TOPIC_PARTITION_KEY)  # both families' labels
         # Groups that read the same partition share its series: the first one writes it.
         seen: set[tuple[str, str, int]] = set()

@@ -6,10 +6,12 @@ polling the cluster. Here the families a poll changes (groups, partitions,
 Streams, the sidecar's view) are written as text when a poll is recorded and
 gzip-compressed as they are written (only the compressed text is kept: the
 plain one, held twice while a poll replaced it, was a fifth of the agent's
-memory); a scrape adds the few families that change between polls (poll
-counters, the sink's delivery, the ``__consumer_offsets`` readers), written
-fresh, in front. A scraper that does not accept gzip gets the body
-decompressed for it (Prometheus always accepts gzip).
+memory; the per-partition families are compressed while they are written, since
+their text, 7 MB before compression, was the agent's peak); a scrape adds the
+few families that change between polls (poll counters, the sink's delivery, the
+``__consumer_offsets`` readers), written fresh, in front. A scraper that does
+not accept gzip gets the body decompressed for it (Prometheus always accepts
+gzip).
 
 The text is the Prometheus text format 0.0.4, the same bytes prometheus_client's
 ``generate_latest`` writes for ``AgentCollector`` (tests compare them): the same
@@ -17,8 +19,9 @@ The text is the Prometheus text format 0.0.4, the same bytes prometheus_client's
 the per-partition ones, which ``bulk_families`` writes a group at a time
 (``text_format`` writes the lines).
 OpenMetrics is not offered; Prometheus and every scraper accept this format.
-A gzip answer is two gzip members (the fresh head, the cached body) one after
-the other, which gzip readers (Go's, Python's, curl's) read as one stream.
+A gzip answer is gzip members one after the other (the fresh head, then the
+cached body: a member per per-partition family and members for the families
+between them), which gzip readers (Go's, Python's, curl's) read as one stream.
 """
 
 import gzip
@@ -31,11 +34,9 @@ from typing import NamedTuple
 from agent.exposition.agent_metrics import AgentMetrics, Family, LagGranularity
 from agent.exposition.agent_state import AgentState
 from agent.exposition.bulk_families import BulkTextMetrics
-from agent.exposition.text_format import TextFamily
+from agent.exposition.text_format import GZIP_LEVEL, GZIP_WBITS, PackedTextFamily, TextFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
-# Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
-_GZIP_LEVEL = 1
 
 
 def _text(families: Iterable[Family]) -> bytes:
@@ -46,37 +47,52 @@ def _text(families: Iterable[Family]) -> bytes:
     return bytes(text)
 
 
-_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of asking for a gzip member
-
-
 def _gzipped(families: Iterable[Family]) -> tuple[bytes, int]:
-    """The families' text as one gzip member, compressed family by family, and the
-    length of the text."""
-    packer = zlib.compressobj(_GZIP_LEVEL, zlib.DEFLATED, _GZIP_WBITS)
-    parts = []
+    """The families' text as gzip members, and the length of the text: the families
+    compressed as they were written (``PackedTextFamily``) are members of their own,
+    the others are compressed family by family into members between them."""
+    members: list[bytes] = []
     size = 0
+    packer, parts = None, []
     for family in families:
+        if isinstance(family, PackedTextFamily):
+            if packer is not None:
+                members.append(b"".join([*parts, packer.flush()]))
+                packer, parts = None, []
+            members.append(family.member())
+            size += family.length
+            continue
         assert isinstance(family, TextFamily)  # noqa: S101 - TextFamilies makes only these
+        if packer is None:
+            packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
         parts.append(packer.compress(family.text))
         size += len(family.text)
         family.text = bytearray()  # the family object may outlive this loop
-    parts.append(packer.flush())
-    return b"".join(parts), size
+    if packer is not None:
+        members.append(b"".join([*parts, packer.flush()]))
+    return b"".join(members), size
 
 
 _PLAIN_CHUNK = 256 * 1024
 
 
 def _unpacked(body: bytes) -> Iterator[bytes]:
-    """A gzip member's text in pieces (never the whole 11 MB at once)."""
-    unpacker = zlib.decompressobj(_GZIP_WBITS)
+    """The text of gzip members one after the other, in pieces (never the whole
+    11 MB at once)."""
     data = body
     while data:
-        yield unpacker.decompress(data, _PLAIN_CHUNK)
-        data = unpacker.unconsumed_tail
-    rest = unpacker.flush()
-    if rest:
-        yield rest
+        unpacker = zlib.decompressobj(GZIP_WBITS)
+        while data and not unpacker.eof:
+            piece = unpacker.decompress(data, _PLAIN_CHUNK)
+            if piece:
+                yield piece
+            data = unpacker.unconsumed_tail
+        if not unpacker.eof:
+            # All input given, some text still inside zlib. (Not called at a member's
+            # end: flush would read the next member's bytes into unused_data again.)
+            yield unpacker.flush()
+            return
+        data = unpacker.unused_data  # the next member
 
 
 class Exposition(NamedTuple):
@@ -122,5 +138,5 @@ class MetricsExposition:
             body, size = self._body
         if not gzipped:
             return Exposition(itertools.chain([head], _unpacked(body)), len(head) + size, False)
-        packed = gzip.compress(head, compresslevel=_GZIP_LEVEL, mtime=0)
+        packed = gzip.compress(head, compresslevel=GZIP_LEVEL, mtime=0)
         return Exposition([packed, body], len(packed) + len(body), True)

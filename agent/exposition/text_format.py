@@ -4,9 +4,14 @@ same way and numbers as Go prints them. ``metrics_cache`` serves what is written
 here; tests compare the bytes with prometheus_client's.
 """
 
+import zlib
 from collections.abc import Sequence
 
 from prometheus_client.utils import floatToGoString
+
+# Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
+GZIP_LEVEL = 1
+GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of asking for a gzip member
 
 _PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's exponent starts at 1e6)
 _MINUS_INF = float("-inf")
@@ -96,12 +101,57 @@ class TextFamily:
         self.text += "".join(lines).encode()
 
 
+# Text a packed family holds before compressing it: small next to the 7 MB that
+# the three lag families of 20,000 partitions wrote before they were compressed.
+_PACK_FROM_BYTES = 256 * 1024
+
+
+class PackedTextFamily(TextFamily):
+    """A family compressed as it is written, into a gzip member of its own.
+
+    The per-partition families are written side by side a group at a time, so each
+    is complete only after the last group; held as text until then, they were the
+    agent's peak memory at every poll. ``member`` ends the member; ``length`` is the
+    text's length.
+    """
+
+    __slots__ = ("_packer", "_parts", "length")
+
+    def __init__(
+        self, name: str, documentation: str, labels: list[str], kind: str, last: _LastLabels
+    ) -> None:
+        super().__init__(name, documentation, labels, kind, last)
+        self._packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
+        self._parts: list[bytes] = []
+        self.length = 0
+
+    def add_lines(self, lines: list[str]) -> None:
+        super().add_lines(lines)
+        if len(self.text) >= _PACK_FROM_BYTES:
+            self._pack()
+
+    def _pack(self) -> None:
+        self.length += len(self.text)
+        self._parts.append(self._packer.compress(self.text))
+        self.text = bytearray()
+
+    def member(self) -> bytes:
+        """The family's text as one gzip member (once: the family is done)."""
+        self._pack()
+        self._parts.append(self._packer.flush())
+        return b"".join(self._parts)
+
+
 class TextFamilies:
     def __init__(self) -> None:
         self._last = _LastLabels()
 
     def gauge(self, name: str, documentation: str, labels: list[str]) -> TextFamily:
         return TextFamily(name, documentation, labels, "gauge", self._last)
+
+    def packed_gauge(self, name: str, documentation: str, labels: list[str]) -> PackedTextFamily:
+        """A gauge compressed as it is written (for families of many series)."""
+        return PackedTextFamily(name, documentation, labels, "gauge", self._last)
 
     def counter(self, name: str, documentation: str, labels: list[str]) -> TextFamily:
         return TextFamily(name, documentation, labels, "counter", self._last)

@@ -203,6 +203,8 @@ class KafkaTopicSink:
         if self._producer is None:
             from kafka import KafkaProducer  # noqa: PLC0415 - slow import
 
+            from agent.transport.key_partitioner import RememberingPartitioner  # noqa: PLC0415
+
             timeout_ms = int(self.delivery_timeout * 1000)
             # The cluster's settings (servers, TLS, SASL) under the sink's own:
             # a key in both (request_timeout_ms) must not reach the producer twice.
@@ -224,6 +226,8 @@ class KafkaTopicSink:
                 # a producer that auto-created it after a deletion would get the
                 # broker's defaults (one partition, 1 MB messages).
                 allow_auto_create_topics=False,
+                # The default partitioning, each group's key hashed once, not every poll.
+                partitioner=RememberingPartitioner(),
             )
             kafka_python_fixes.install()
             producer = KafkaProducer(**settings)

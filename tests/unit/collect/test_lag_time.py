@@ -159,14 +159,72 @@ def test_a_caught_up_partition_that_does_not_grow_keeps_one_plateau() -> None:
     assert history.estimate(P, 499, 40) == (40.0, True, 0.0)
 
 
-def test_retain_forgets_partitions_no_longer_polled() -> None:
+def test_a_poll_forgets_partitions_it_did_not_ask_about() -> None:
     history = history_of((0, 1))
     history.record(("other", 1), 0, 5)
 
-    history.retain([("other", 1)])
+    history.record_poll({("other", 1): 6, ("unknown", 0): None}, 10)
 
     assert len(history) == 1
     assert history.lag_seconds(P, 0, 10) is None
+    assert history.points(("other", 1)) == [(0, 5), (10, 6)]
+
+
+PARTITIONS = [("a", 0), ("a", 1), ("b", 0)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            # Per partition: not polled, polled without an answer, or a log-end move
+            # (mostly none or growth, sometimes a truncation).
+            st.lists(
+                st.one_of(st.just("absent"), st.none(), st.sampled_from([0, 0, 0, 1, 5, -3])),
+                min_size=len(PARTITIONS),
+                max_size=len(PARTITIONS),
+            ),
+            st.lists(st.lists(st.integers(0, 60), min_size=1, max_size=3), max_size=3),
+            st.sampled_from([10.0, 10.0, 0.0, -5.0]),  # time steps, some not forward
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_a_whole_poll_at_once_is_each_partition_recorded_retained_and_pruned(
+    polls: list[tuple[list[object], list[list[int]], float]],
+) -> None:
+    """``record_poll`` and ``prune_below`` take their short ways for the commonest
+    partitions; the tables must be exactly those of ``record``, ``retain`` and ``prune``
+    one partition at a time."""
+    whole, one_by_one = OffsetHistory(max_points=4, slack=2), OffsetHistory(max_points=4, slack=2)
+    log_ends = dict.fromkeys(PARTITIONS, 20)
+    at = 0.0
+    for moves, committed_lists, step in polls:
+        at += step
+        asked: dict[tuple[str, int], int | None] = {}
+        for partition, move in zip(PARTITIONS, moves, strict=True):
+            if move == "absent":
+                continue
+            if move is None:
+                asked[partition] = None
+                continue
+            assert isinstance(move, int)
+            log_ends[partition] = max(0, log_ends[partition] + move)
+            asked[partition] = log_ends[partition]
+        whole.record_poll(asked, at)
+        for key, offset in asked.items():
+            if offset is not None:
+                one_by_one.record(key, at, offset)
+        for partition in [p for p in PARTITIONS if p not in asked]:
+            one_by_one._tracks.pop(partition, None)
+        committed = dict(zip(PARTITIONS, committed_lists, strict=False))
+        whole.prune_below(committed)
+        for partition, values in committed.items():
+            one_by_one.prune(partition, min(values))
+        for partition in PARTITIONS:
+            assert whole.points(partition) == one_by_one.points(partition)
+        assert len(whole) == len(one_by_one)
 
 
 # -- the table against a brute-force oracle -------------------------------------------

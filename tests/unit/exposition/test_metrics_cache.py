@@ -3,6 +3,7 @@
 
 import gzip
 from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -176,14 +177,43 @@ def test_the_per_partition_families_written_in_bulk_come_out_the_same(
     assert cached == expected
 
 
-def test_gzip_is_two_members_that_read_as_the_plain_text() -> None:
-    state = state_with([streams_snapshot(), plain_snapshot()])
+def many_partitions(group: str, count: int) -> Snapshot:
+    members = (MemberInfo("m-1", "client-1", "/10.0.0.1"),)
+    rows = tuple(
+        PartitionInfo(f"topic-{n % 7}", n, n + 5, 0, n, 5, 1.5, "m-1", None, 1)
+        for n in range(count)
+    )
+    return Snapshot(
+        schema_version=SCHEMA_VERSION,
+        cluster="prod",
+        agent=AGENT,
+        poll=PollInfo(1, 1_700_000_000.0, 0.5),
+        group=GroupInfo(group, "classic", "Stable", "consumer", "range", 1),
+        members=members,
+        partitions=rows,
+    )
+
+
+@pytest.mark.parametrize(
+    "snapshots",
+    [
+        pytest.param(lambda: [streams_snapshot(), plain_snapshot()], id="small"),
+        # Per-partition families of more text than a packed family holds: several
+        # compressed pieces per family, and plain pieces that end inside a member.
+        pytest.param(lambda: [many_partitions(f"g-{n}", 2_000) for n in range(4)], id="large"),
+    ],
+)
+def test_the_gzip_members_read_as_the_plain_text(snapshots: Callable[[], list[Snapshot]]) -> None:
+    state = state_with(snapshots())
     exposition = MetricsExposition(state, agent_id="agent-1", mode="central")
 
-    plain = b"".join(exposition.render(gzipped=False).chunks)
+    pieces = list(exposition.render(gzipped=False).chunks)
+    plain = b"".join(pieces)
     packed = b"".join(exposition.render(gzipped=True).chunks)
 
     assert gzip.decompress(packed) == plain
+    assert plain == both(state, "central", "partition")[0], "what prometheus_client writes"
+    assert max(len(p) for p in pieces) <= 256 * 1024, "a plain scrape is decompressed in pieces"
     for gzipped, text in ((False, plain), (True, packed)):
         assert exposition.render(gzipped=gzipped).length == len(text), "Content-Length"
     assert (

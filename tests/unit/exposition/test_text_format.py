@@ -1,5 +1,6 @@
 """The text format's pieces write what prometheus_client writes."""
 
+import gzip
 import math
 
 from hypothesis import given
@@ -7,6 +8,7 @@ from hypothesis import strategies as st
 from prometheus_client.utils import floatToGoString
 
 from agent.exposition.text_format import (
+    _PACK_FROM_BYTES,
     TextFamilies,
     label_template,
     label_value,
@@ -54,3 +56,19 @@ def test_lines_added_in_bulk_follow_the_header_and_the_lines_added_one_by_one() 
         'ksmon_polls_total{result="ok"} 3.0\n'
         'ksmon_polls_total{result="failed"} 1.0\n'
     )
+
+
+def test_a_packed_family_holds_little_text_and_its_member_reads_as_all_of_it() -> None:
+    family = TextFamilies().packed_gauge("ksmon_partition_lag", "Lag.", ["partition"])
+    header = family.text.decode()
+    lines = [f'{family.sample}{{partition="{n}"}} {n}.0\n' for n in range(60_000)]
+    most_held = 0
+    for start in range(0, len(lines), 20):  # a group's lines at a time, as written
+        family.add_lines(lines[start : start + 20])
+        most_held = max(most_held, len(family.text))
+
+    text = header + "".join(lines)
+    assert len(text) > 4 * _PACK_FROM_BYTES, "enough text to be compressed several times"
+    assert most_held < _PACK_FROM_BYTES + 1024, "compressed as written, not held to the end"
+    assert gzip.decompress(family.member()).decode() == text
+    assert family.length == len(text.encode())
