@@ -15,7 +15,7 @@ import math
 import types
 import typing
 from functools import cache
-from typing import Any, TypeVar, Union, get_args, get_origin
+from typing import Any, Literal, NamedTuple, TypeVar, Union, get_args, get_origin
 
 T = TypeVar("T")
 
@@ -96,25 +96,46 @@ def _is_record(kind: object) -> typing.TypeGuard[type]:
     return isinstance(kind, type) and dataclasses.is_dataclass(kind)
 
 
-def _plain_expression(kind: Any, value: str, slot: str, names: dict[str, object]) -> str:  # noqa: ANN401 - a type hint
-    """Python source converting ``value`` (of type ``kind``) to plain JSON values."""
+class _Shape(NamedTuple):
+    """A field's declared type, as the generated converters and writers tell it apart."""
+
+    kind: Literal["scalars", "record", "scalar_tuple", "record_tuple", "other"]
+    scalars: tuple[Any, ...] = ()  # "scalars": the declared types other than None
+    record: type | None = None  # "record", "record_tuple": the dataclass
+    nullable: bool = False  # "scalars", "record": None is allowed too
+
+
+def _shape(kind: Any) -> _Shape:  # noqa: ANN401 - a type hint
     options = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else (kind,)
     non_null = [option for option in options if option is not type(None)]
+    nullable = len(non_null) < len(options)
     if all(option in _SCALARS for option in options):
-        return value
+        return _Shape("scalars", scalars=tuple(non_null), nullable=nullable)
     if len(non_null) == 1 and _is_record(non_null[0]):
-        names[slot] = _plain_of(non_null[0])
-        if len(options) > 1:
-            return f"(None if {value} is None else {slot}({value}))"
-        return f"{slot}({value})"
+        return _Shape("record", record=non_null[0], nullable=nullable)
     if len(options) == 1 and get_origin(kind) is tuple:
         item, *_ = get_args(kind)
         union = get_origin(item) in (Union, types.UnionType)
         if item in _SCALARS or (union and all(a in _SCALARS for a in get_args(item))):
-            return f"list({value})"
+            return _Shape("scalar_tuple")
         if _is_record(item):
-            names[slot] = _plain_of(item)
+            return _Shape("record_tuple", record=item)
+    return _Shape("other")
+
+
+def _plain_expression(kind: Any, value: str, slot: str, names: dict[str, object]) -> str:  # noqa: ANN401 - a type hint
+    """Python source converting ``value`` (of type ``kind``) to plain JSON values."""
+    shape = _shape(kind)
+    if shape.kind == "scalars":
+        return value
+    if shape.kind == "scalar_tuple":
+        return f"list({value})"
+    if shape.record is not None:
+        names[slot] = _plain_of(shape.record)
+        if shape.kind == "record_tuple":
             return f"[{slot}(x) for x in {value}]"
+        call = f"{slot}({value})"
+        return f"(None if {value} is None else {call})" if shape.nullable else call
     return f"plain_by_value({value})"
 
 
@@ -213,23 +234,17 @@ def _scalar_expression(declared: list[Any], value: str, *, nullable: bool) -> st
 
 def _json_expression(kind: Any, value: str, slot: str, names: dict[str, object]) -> str:  # noqa: ANN401 - a type hint
     """Python source writing ``value`` (of type ``kind``) as JSON text."""
-    options = get_args(kind) if get_origin(kind) in (Union, types.UnionType) else (kind,)
-    non_null = [option for option in options if option is not type(None)]
-    if all(option in _SCALARS for option in options):
-        return _scalar_expression(non_null, value, nullable=len(non_null) < len(options))
-    if len(non_null) == 1 and _is_record(non_null[0]):
-        names[slot] = _json_of(non_null[0])
-        if len(options) > 1:
-            return f"('null' if {value} is None else {slot}({value}))"
-        return f"{slot}({value})"
-    if len(options) == 1 and get_origin(kind) is tuple:
-        item, *_ = get_args(kind)
-        union = get_origin(item) in (Union, types.UnionType)
-        if item in _SCALARS or (union and all(a in _SCALARS for a in get_args(item))):
-            return f"('[' + ','.join(map(scalar, {value})) + ']')"
-        if _is_record(item):
-            names[slot] = _json_of(item)
+    shape = _shape(kind)
+    if shape.kind == "scalars":
+        return _scalar_expression(list(shape.scalars), value, nullable=shape.nullable)
+    if shape.kind == "scalar_tuple":
+        return f"('[' + ','.join(map(scalar, {value})) + ']')"
+    if shape.record is not None:
+        names[slot] = _json_of(shape.record)
+        if shape.kind == "record_tuple":
             return f"('[' + ','.join(map({slot}, {value})) + ']')"
+        call = f"{slot}({value})"
+        return f"('null' if {value} is None else {call})" if shape.nullable else call
     return f"encode(plain_by_value({value}))"
 
 
