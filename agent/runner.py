@@ -142,8 +142,7 @@ class AgentRunner:
             return  # a poll that outlived the stop's grace: the sink is closed
         self.state.record(result)
         self.exposition.update()
-        for snapshot in (*result.snapshots, *result.departed):
-            self.sink.send(snapshot.key, snapshot.to_json())
+        self.sink.send_all([(s.key, s.to_json()) for s in (*result.snapshots, *result.departed)])
         if result.ok:
             log.debug(
                 "cluster %s: polled %d groups in %.3fs",

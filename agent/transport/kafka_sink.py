@@ -12,7 +12,7 @@ created again; after any failed attempt the next one uses a new producer.
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent import kafka_python_fixes
@@ -74,7 +74,10 @@ class KafkaTopicSink:
     # -- the caller's side: cheap and non-blocking ----------------------------
 
     def send(self, key: bytes, payload: bytes) -> None:
-        dropped = self._buffer.offer(key, payload)
+        self.send_all([(key, payload)])
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        dropped = self._buffer.offer_all(records)
         if dropped:
             log.warning(
                 "snapshot buffer for topic %s is full; dropped the %d oldest", self.topic, dropped

@@ -5,6 +5,7 @@ trouble: the poller hands over a record and moves on; delivery problems show
 up in ``stats()`` (and so in ``ksmon_snapshot_*`` metrics).
 """
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -25,6 +26,9 @@ class SinkStats:
 class SnapshotSink(Protocol):
     def send(self, key: bytes, payload: bytes) -> None: ...
 
+    def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        """(key, payload) records, in order: a poll's snapshots, handed over at once."""
+
     def flush(self, timeout: float) -> bool: ...
 
     def close(self, timeout: float = 10.0) -> None: ...
@@ -40,6 +44,9 @@ class NullSink:
 
     def send(self, key: bytes, payload: bytes) -> None:
         self._sent += 1
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        self._sent += len(records)
 
     def flush(self, timeout: float) -> bool:
         return True

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from agent.transport.sink import SinkStats
@@ -82,6 +82,10 @@ class SpoolDirectorySink:
             except OSError as e:
                 self._error(e)
                 self._close_fd()
+
+    def send_all(self, records: Sequence[tuple[bytes, bytes]]) -> None:
+        for key, payload in records:
+            self.send(key, payload)
 
     def flush(self, timeout: float) -> bool:
         with self._lock:

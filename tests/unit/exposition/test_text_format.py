@@ -19,8 +19,10 @@ from agent.exposition.text_format import (
 @given(
     st.one_of(
         st.integers(-(10**20), 10**20),
+        st.integers(999_990, 2**53 + 10),  # offsets of a real cluster
         st.floats(allow_nan=False),
         st.sampled_from([999_999, 1_000_000, -999_999, -1_000_000, 1e6, 999_999.5, -0.0]),
+        st.sampled_from([1_200_000, 10**10, 10**15, 10**16 - 1, 2**53, 2**53 + 1, 2**60]),
     )
 )
 def test_a_number_is_written_as_go_writes_it(value: float) -> None:

@@ -1,4 +1,8 @@
+import threading
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agent.transport.buffer import BoundedBuffer
 
@@ -45,3 +49,46 @@ def test_records_dropped_while_in_flight_are_not_removed_twice() -> None:
     buffer.remove_head(in_flight)
 
     assert [v for _, v in buffer.head(10)] == [b"c"], "b delivered and removed, c stays"
+
+
+@given(
+    max_records=st.integers(1, 6),
+    max_bytes=st.integers(1, 40),
+    before=st.lists(st.binary(max_size=12), max_size=6),
+    offered=st.lists(st.binary(max_size=12), max_size=10),
+)
+def test_records_offered_at_once_are_kept_and_dropped_as_one_by_one(
+    max_records: int, max_bytes: int, before: list[bytes], offered: list[bytes]
+) -> None:
+    """A poll's snapshots are handed over together (the reader is woken once): the
+    buffer then holds, and has dropped, what offering them one by one would leave."""
+    one_by_one, at_once = (
+        BoundedBuffer(max_records, max_bytes),
+        BoundedBuffer(max_records, max_bytes),
+    )
+    for payload in before:
+        one_by_one.offer(b"k", payload)
+        at_once.offer(b"k", payload)
+
+    for payload in offered:
+        one_by_one.offer(b"k", payload)
+    at_once.offer_all([(b"k", payload) for payload in offered])
+
+    assert at_once.head(100) == one_by_one.head(100)
+    assert (at_once.dropped, at_once.size_bytes) == (one_by_one.dropped, one_by_one.size_bytes)
+
+
+def test_a_reader_woken_by_records_offered_at_once_finds_them_all() -> None:
+    buffer = BoundedBuffer(max_records=100, max_bytes=10_000)
+    found: list[int] = []
+
+    def reader() -> None:
+        if buffer.wait(timeout=10):
+            found.append(len(buffer.head(100)))
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    buffer.offer_all([(b"k", f"v{n}".encode()) for n in range(50)])
+    thread.join(10)
+
+    assert found == [50]
