@@ -7,11 +7,13 @@ limit):
 
 * ``--profile``: in this process, polls as the agent does and times each step
   of a poll with the CPU clock (the Kafka requests and their decoding, the
-  snapshots, their JSON for the sink, the /metrics exposition built from
-  them), then prints the functions that took the most CPU (cProfile).
-  ``--offsets-from N`` adds N to every offset before the JSON and /metrics
-  steps: the bench's partitions hold no records, a real cluster's offsets
-  are millions, and /metrics writes large numbers differently.
+  snapshots, their JSON for the sink and its gzip in the producer's batches,
+  the /metrics exposition built from them), then prints the functions that
+  took the most CPU (cProfile).
+  ``--offsets-from N`` gives the snapshots offsets like a real cluster's (from N
+  to 10 N, varied, some consumers behind) before the JSON, gzip and /metrics
+  steps: the bench's partitions hold no records, every offset is 0, and
+  /metrics writes large numbers differently, and varied text compresses less.
 * otherwise: the real daemon (``ksmon agent``, default settings: 10 s polls,
   ``__consumer_offsets`` read, snapshots shipped to a topic on the same
   cluster) for ``--minutes``, scraped every 15 s like Prometheus (alternately
@@ -49,7 +51,7 @@ from poll_scale import PARTITIONS_PER_TOPIC, check_open_files, setup
 from procfs import proc_status_kb
 
 if TYPE_CHECKING:
-    from agent.model import Snapshot
+    from agent.model import PartitionInfo, Snapshot
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRAPE_SECONDS = 15.0
@@ -57,27 +59,44 @@ WARM_UP_SECONDS = 60.0
 FULL_EXPOSITION_BYTES = 1_000_000  # /metrics once the groups are in it
 
 
-def shifted(snapshot: "Snapshot", base: int) -> "Snapshot":
-    """The snapshot with every offset ``base`` higher: the bench's partitions hold no
-    records (offsets 0), a real cluster's offsets run to millions and more, and numbers
-    that large are written differently (and more slowly) in /metrics."""
+def as_on_a_real_cluster(snapshot: "Snapshot", base: int) -> "Snapshot":
+    """The snapshot with offsets like a real cluster's: the bench's partitions hold no
+    records (every offset 0), a real cluster's offsets run to millions, differ from
+    one partition to the next and trail each other. Numbers that large are written
+    differently (and more slowly) in /metrics, and varied text compresses less, in
+    /metrics and in the snapshot batches. Each partition's log end is drawn between
+    ``base`` and ten times it; its consumer is caught up (two in three) or up to
+    5,000 records behind; its log starts up to a million records before the end.
+    The draws depend only on the partition, so every poll writes the same numbers."""
+    import random
     from dataclasses import replace
 
-    def up(offset: int | None) -> int | None:
-        return None if offset is None else offset + base
+    def real(p: "PartitionInfo") -> "PartitionInfo":
+        # Not for secrets: a repeatable draw per partition.
+        draw = random.Random(f"{snapshot.group.group_id}/{p.topic}/{p.partition}")  # noqa: S311
+        end = draw.randint(base, 10 * base)
+        lag = draw.choice((0, 0, draw.randint(1, 5000)))
+        return replace(
+            p,
+            log_end_offset=end,
+            log_start_offset=max(0, end - draw.randint(0, 1_000_000)),
+            committed_offset=None if p.committed_offset is None else end - lag,
+            lag=None if p.committed_offset is None else lag,
+        )
 
-    return replace(
-        snapshot,
-        partitions=tuple(
-            replace(
-                p,
-                log_end_offset=up(p.log_end_offset),
-                log_start_offset=up(p.log_start_offset),
-                committed_offset=up(p.committed_offset),
-            )
-            for p in snapshot.partitions
-        ),
-    )
+    return replace(snapshot, partitions=tuple(real(p) for p in snapshot.partitions))
+
+
+def in_batches(payloads: list[bytes], size: int) -> list[bytes]:
+    """The payloads joined into batches of about ``size`` bytes, as the producer sends them."""
+    batches, batch, length = [], [], 0
+    for payload in payloads:
+        batch.append(payload)
+        length += len(payload)
+        if length >= size:
+            batches.append(b"".join(batch))
+            batch, length = [], 0
+    return [*batches, b"".join(batch)] if batch else batches
 
 
 def profile(
@@ -88,7 +107,9 @@ def profile(
     from agent.commands import tune_garbage_collection
     from agent.exposition.agent_state import AgentState
     from agent.exposition.metrics_cache import MetricsExposition
+    from agent.kafka_python_fixes import gzip_batch
     from agent.model import AgentInfo
+    from agent.transport.kafka_sink import PRODUCER_BATCH_BYTES
     from agent.transport.sink import SinkStats
 
     allow = re.compile(r"bench-group-0*(\d+)")
@@ -105,7 +126,13 @@ def profile(
     poller.poll()  # the first poll refreshes metadata; steady polls are what repeats
     if tune_gc:
         tune_garbage_collection()  # as ksmon agent does once it is set up
-    steps: dict[str, list[float]] = {"poll": [], "json": [], "exposition": [], "scrape": []}
+    steps: dict[str, list[float]] = {
+        "poll": [],
+        "json": [],
+        "batch_gzip": [],
+        "exposition": [],
+        "scrape": [],
+    }
     profiler = cProfile.Profile()
     for n in range(2 * polls):
         # The first half times the steps; the second half runs under cProfile.
@@ -115,10 +142,14 @@ def profile(
         result = poller.poll()
         steps["poll"].append(time.process_time() - started)
         if offsets_from:
-            result.snapshots = [shifted(s, offsets_from) for s in result.snapshots]
+            result.snapshots = [as_on_a_real_cluster(s, offsets_from) for s in result.snapshots]
         started = time.process_time()
         payloads = [s.to_json() for s in result.snapshots]
         steps["json"].append(time.process_time() - started)
+        batches = in_batches(payloads, PRODUCER_BATCH_BYTES)
+        started = time.process_time()
+        packed = [gzip_batch(b) for b in batches]  # what the producer's batches cost to gzip
+        steps["batch_gzip"].append(time.process_time() - started)
         started = time.process_time()
         state.record(result)
         exposition.update()
@@ -135,6 +166,7 @@ def profile(
         "groups": len(result.snapshots),
         "partitions": sum(len(s.partitions) for s in result.snapshots),
         "snapshot_json_bytes": sum(len(p) for p in payloads),
+        "snapshot_gzip_bytes": sum(len(p) for p in packed),
         "exposition_bytes": len(body),
         "cpu_seconds_per_poll": {k: round(sum(v[:polls]) / polls, 4) for k, v in steps.items()},
         "top_functions": out.getvalue(),
@@ -255,8 +287,8 @@ def main() -> None:
         "--offsets-from",
         type=int,
         default=0,
-        help="profile: add this to every offset before the JSON and /metrics steps "
-        "(a real cluster's offsets are millions, the bench's 0)",
+        help="profile: give the snapshots offsets from N to 10 N, varied from partition "
+        "to partition, some consumers behind (a real cluster's are millions, the bench's 0)",
     )
     parser.add_argument(
         "--default-gc", action="store_true", help="profile with Python's default GC thresholds"

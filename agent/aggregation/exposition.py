@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from agent import fast_gzip
 from agent.aggregation.results import (
     GROUP_STATUS,
     GROUP_STATUS_PARTITIONS,
@@ -99,10 +100,6 @@ class _ViewCollector(Collector):
         return metrics_of(self.view)
 
 
-# Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
-_GZIP_LEVEL = 1
-
-
 class JobExposition:
     """/metrics: the text of the current view, written once and kept gzip-compressed."""
 
@@ -121,7 +118,7 @@ class JobExposition:
                 registry = CollectorRegistry(auto_describe=False)
                 registry.register(_ViewCollector(view))
                 text = generate_latest(registry)
-                packed = gzip.compress(text, compresslevel=_GZIP_LEVEL, mtime=0)
+                packed = fast_gzip.gzip_member(text)
                 self._written = (view, packed, len(text))
             _view, packed, size = self._written
         if gzipped:

@@ -24,19 +24,20 @@ cached body: a member per per-partition family and members for the families
 between them), which gzip readers (Go's, Python's, curl's) read as one stream.
 """
 
-import gzip
 import itertools
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
+from agent import fast_gzip
 from agent.exposition.agent_metrics import AgentMetrics, Family, LagGranularity
 from agent.exposition.agent_state import AgentState
 from agent.exposition.bulk_families import BulkTextMetrics
-from agent.exposition.text_format import GZIP_LEVEL, GZIP_WBITS, PackedTextFamily, TextFamily
+from agent.exposition.text_format import PackedTextFamily, TextFamily
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of reading a gzip member
 
 
 def _text(families: Iterable[Family]) -> bytes:
@@ -64,7 +65,7 @@ def _gzipped(families: Iterable[Family]) -> tuple[bytes, int]:
             continue
         assert isinstance(family, TextFamily)  # noqa: S101 - TextFamilies makes only these
         if packer is None:
-            packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
+            packer = fast_gzip.packer()
         parts.append(packer.compress(family.text))
         size += len(family.text)
         family.text = bytearray()  # the family object may outlive this loop
@@ -81,7 +82,7 @@ def _unpacked(body: bytes) -> Iterator[bytes]:
     11 MB at once)."""
     data = body
     while data:
-        unpacker = zlib.decompressobj(GZIP_WBITS)
+        unpacker = zlib.decompressobj(_GZIP_WBITS)
         while data and not unpacker.eof:
             piece = unpacker.decompress(data, _PLAIN_CHUNK)
             if piece:
@@ -138,5 +139,5 @@ class MetricsExposition:
             body, size = self._body
         if not gzipped:
             return Exposition(itertools.chain([head], _unpacked(body)), len(head) + size, False)
-        packed = gzip.compress(head, compresslevel=GZIP_LEVEL, mtime=0)
+        packed = fast_gzip.gzip_member(head)
         return Exposition([packed, body], len(packed) + len(body), True)

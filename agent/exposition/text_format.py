@@ -4,14 +4,11 @@ same way and numbers as Go prints them. ``metrics_cache`` serves what is written
 here; tests compare the bytes with prometheus_client's.
 """
 
-import zlib
 from collections.abc import Sequence
 
 from prometheus_client.utils import floatToGoString
 
-# Fast: the text is repetitive enough that level 1 already shrinks it about 10 times.
-GZIP_LEVEL = 1
-GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of asking for a gzip member
+from agent import fast_gzip
 
 _PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's exponent starts at 1e6)
 # Up to here every int is a float exactly, so its digits are the float's (and below
@@ -19,6 +16,8 @@ _PLAIN_INTEGERS = 999_999  # up to here, floatToGoString(n) is "n.0" (Go's expon
 _EXACT_FLOAT_INTEGERS = 2**53
 _MINUS_INF = float("-inf")
 _GO_EXPONENT_FROM = 1e6  # floatToGoString writes positive numbers from here as Go does
+# The exponents Go writes for 10**6 .. 2**53 (up to 16 digits), by a number's digits less one.
+_GO_EXPONENTS = tuple(f"e+{n:02d}" for n in range(16))
 
 
 def number_text(value: float) -> str:
@@ -30,9 +29,14 @@ def number_text(value: float) -> str:
             # Offsets of a real cluster, in the millions and more: 1,234,567 is
             # "1.234567e+06", 10**10 "1e+10". floatToGoString took 1-2 microseconds
             # for each, and a poll of 20,000 partitions writes 60,000.
+            # One strip of the digits and a ready exponent: 0.34 microseconds, where
+            # building "d.ddd" and stripping it twice took 0.64.
             digits = str(value)
-            mantissa = f"{digits[0]}.{digits[1:]}".rstrip("0").rstrip(".")
-            return f"{mantissa}e+{len(digits) - 1:02d}"
+            significant = digits.rstrip("0")
+            exponent = _GO_EXPONENTS[len(digits) - 1]
+            if len(significant) == 1:
+                return significant + exponent
+            return f"{significant[0]}.{significant[1:]}{exponent}"
     if type(value) is float and _MINUS_INF < value < _GO_EXPONENT_FROM:
         return repr(value)  # what floatToGoString returns for these (NaN fails the test)
     return str(floatToGoString(value))  # type: ignore[no-untyped-call]
@@ -132,7 +136,7 @@ class PackedTextFamily(TextFamily):
         self, name: str, documentation: str, labels: list[str], kind: str, last: _LastLabels
     ) -> None:
         super().__init__(name, documentation, labels, kind, last)
-        self._packer = zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, GZIP_WBITS)
+        self._packer = fast_gzip.packer()
         self._parts: list[bytes] = []
         self.length = 0
 

@@ -25,9 +25,10 @@ _BATCH = 500
 # The producer's record batch per partition, at most. A poll of 1,000 groups ships
 # about 5 MB of snapshots: kafka-python's default batch of 16 KB made that 300 batches,
 # each built, compressed and acknowledged on its own, and the sink cost 0.2 CPU seconds
-# per poll; with 256 KB batches (and gzip at level 6: kafka_python_fixes) 0.05. Larger
-# batches saved little more and held more memory (docs/benchmarks.md, issue 26).
-_PRODUCER_BATCH_BYTES = 256 * 1024
+# per poll; with 256 KB batches 0.05 (gzipped then by zlib at level 6; now by ISA-L:
+# kafka_python_fixes). Larger batches saved little more and held more memory
+# (docs/benchmarks.md, issue 26).
+PRODUCER_BATCH_BYTES = 256 * 1024
 # Closing: deliveries that make no progress for this long are not waited for.
 _STALL_SECONDS = 1.0
 _RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -220,7 +221,7 @@ class KafkaTopicSink:
                 compression_type=self.compression,
                 max_request_size=self.max_message_bytes,
                 # A batch is one message to the topic: never more than it accepts.
-                batch_size=min(_PRODUCER_BATCH_BYTES, self.max_message_bytes),
+                batch_size=min(PRODUCER_BATCH_BYTES, self.max_message_bytes),
                 linger_ms=50,
                 max_block_ms=min(timeout_ms, 10_000),
                 delivery_timeout_ms=timeout_ms,

@@ -1,14 +1,16 @@
 """kafka-python must hand over bytes that arrived just before the peer closed
 (a broker's login-failure response), not only report the disconnection; and the
-record batches ksmon produces are gzipped at level 6, not kafka-python's 9."""
+record batches ksmon produces are gzipped by ISA-L (``fast_gzip``), not by zlib at
+kafka-python's level 9."""
 
+import gzip
 import socket
 
 from kafka.net.transport import KafkaTCPTransport
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from agent import kafka_python_fixes
+from agent import fast_gzip, kafka_python_fixes
 
 
 def transport_reading(sock: socket.socket) -> KafkaTCPTransport:
@@ -58,25 +60,36 @@ def test_installing_twice_wraps_once() -> None:
 
 
 GZIP = 1  # kafka-python's compression type for gzip
-# A gzip header's XFL byte: 2 after the slowest level (9), 4 after the fastest, 0 between.
-XFL_AT = DefaultRecordBatchBuilder.HEADER_STRUCT.size + 8
+NONE = 0
+RECORDS_AT = DefaultRecordBatchBuilder.HEADER_STRUCT.size  # a batch's records follow its header
 
 
-def gzip_batch(values: list[bytes]) -> bytes:
-    builder = MemoryRecordsBuilder(magic=2, compression_type=GZIP, batch_size=2**20)
+def batch(values: list[bytes], compression_type: int) -> bytes:
+    builder = MemoryRecordsBuilder(magic=2, compression_type=compression_type, batch_size=2**20)
     for value in values:
-        builder.append(timestamp=None, key=b"k", value=value)
+        # A fixed time: the two batches compared below must hold the same records.
+        builder.append(timestamp=1_700_000_000_000, key=b"k", value=value)
     builder.close()
     return bytes(builder.buffer())
 
 
-def test_produced_batches_are_gzipped_at_level_6_and_read_back() -> None:
+def test_produced_batches_are_gzipped_by_fast_gzip_and_read_back() -> None:
     values = [b'{"group":"g-%d","lag":0}' % n for n in range(50)]
     kafka_python_fixes.install()
 
-    batch = gzip_batch(values)
+    gzipped, plain = batch(values, GZIP), batch(values, NONE)
 
-    assert batch[XFL_AT] == 0, "neither the slowest level (9) nor the fastest"
-    read = MemoryRecords(batch).next_batch()
+    assert gzipped[RECORDS_AT:] == fast_gzip.gzip_member(plain[RECORDS_AT:])
+    assert gzipped[RECORDS_AT:] != gzip.compress(plain[RECORDS_AT:], mtime=0), "not zlib's"
+    read = MemoryRecords(gzipped).next_batch()
     assert read.compression_type == GZIP
     assert [r.value for r in read] == values
+
+
+def test_a_zlib_level_asked_for_is_honoured() -> None:
+    payload = b"lag " * 1000
+
+    fastest, slowest = (kafka_python_fixes.gzip_batch(payload, level) for level in (1, 9))
+
+    assert gzip.decompress(fastest) == gzip.decompress(slowest) == payload
+    assert (fastest[8], slowest[8]) == (4, 2), "zlib's XFL byte: the fastest, the slowest level"

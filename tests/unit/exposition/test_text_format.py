@@ -23,6 +23,8 @@ from agent.exposition.text_format import (
         st.floats(allow_nan=False),
         st.sampled_from([999_999, 1_000_000, -999_999, -1_000_000, 1e6, 999_999.5, -0.0]),
         st.sampled_from([1_200_000, 10**10, 10**15, 10**16 - 1, 2**53, 2**53 + 1, 2**60]),
+        # One significant digit (no point), and the most digits below 2**53.
+        st.sampled_from([3_000_000, 9 * 10**15, 1_000_001, 2**53 - 1]),
     )
 )
 def test_a_number_is_written_as_go_writes_it(value: float) -> None:
