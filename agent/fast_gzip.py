@@ -19,7 +19,8 @@ does not accept gzip makes the agent decompress.
 from isal import isal_zlib
 
 # ISA-L's levels run from 0 to 3. Level 1 is as fast as 0 and compresses better;
-# 3 compresses about a tenth better again at three times the CPU.
+# 3 took 3.5-4.5 times the CPU for snapshots a tenth smaller and /metrics text 1 %
+# smaller.
 LEVEL = 1
 _GZIP_WBITS = 16 + isal_zlib.MAX_WBITS  # zlib's way of asking for a gzip member
 

@@ -28,9 +28,9 @@ def number_text(value: float) -> str:
         if _PLAIN_INTEGERS < value <= _EXACT_FLOAT_INTEGERS:
             # Offsets of a real cluster, in the millions and more: 1,234,567 is
             # "1.234567e+06", 10**10 "1e+10". floatToGoString took 1-2 microseconds
-            # for each, and a poll of 20,000 partitions writes 60,000.
-            # One strip of the digits and a ready exponent: 0.34 microseconds, where
-            # building "d.ddd" and stripping it twice took 0.64.
+            # for each, and a poll of 20,000 partitions writes 60,000. One strip of
+            # the digits and a ready exponent take 0.34 (building "d.ddd" and
+            # stripping it twice took 0.64).
             digits = str(value)
             significant = digits.rstrip("0")
             exponent = _GO_EXPONENTS[len(digits) - 1]
