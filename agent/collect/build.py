@@ -168,7 +168,6 @@ def build_snapshot(
         (tp.topic, tp.partition): m.member_id for m in members for tp in m.assigned_partitions
     }
     partitions = _partitions(observation, group_id, owners, history, now, streams=streams)
-    internal = streams_internal_topics(group_id, observation.metadata.all_topics) if streams else {}
     # What the group reads: its partitions, and every source topic of the topology it holds
     # (also while it has no assignment: a KIP-1071 group the broker refuses to assign).
     consumed = {p.topic for p in partitions} | {
@@ -176,6 +175,13 @@ def build_snapshot(
         for s in (streams_group.subtopologies or () if streams_group is not None else ())
         for t in (*s.source_topics, *s.repartition_source_topics)
     }
+    # The topics it reads count too: the list of all topics is refreshed once a minute,
+    # and a repartition topic an application has just created is read before it is listed.
+    internal = (
+        streams_internal_topics(group_id, [*observation.metadata.all_topics, *consumed])
+        if streams
+        else {}
+    )
     rebalance = observation.rebalances.get(group_id, GroupRebalanceFacts())
     state, protocol_type, protocol, coordinator = listed.state, listed.protocol_type, None, None
     if described is not None:

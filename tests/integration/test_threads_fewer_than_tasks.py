@@ -192,7 +192,14 @@ def test_one_thread_behind_on_its_tasks_is_found_and_one_keeping_up_is_not(
     }
     assert f"{PARTITIONS} of the {TASKS} tasks read repartition topics" in finding.explanation
     assert f"run {needed} stream threads per instance" in finding.explanation
-    assert not [e for e in result.events if e.finding.group == keeping_up]
+    # This rule's events only: the test polls about every second, and over so short a
+    # span another rule can see what a real poll interval would not (partition_skew once
+    # saw a repartition topic's first records, 53 % of them on one partition, in 1.02 s).
+    assert not [
+        e
+        for e in result.events
+        if e.finding.group == keeping_up and e.finding.kind == "threads_fewer_than_tasks"
+    ]
     # The healthy one really kept up: never more than a few seconds of input behind.
     lags = [_lag(s) for s in recorder.settled[keeping_up]]
     assert max(lags) < 5 * RATE, lags
