@@ -12,7 +12,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from agent import __version__, redaction
-from agent.errors import ConfigError, KsmonError
+from agent.errors import ConfigError, KsmonError, SetupError
 from agent.logs import RedactSecrets
 
 if TYPE_CHECKING:
@@ -249,7 +249,31 @@ def _configure_daemon_logging(config: "Config", *, verbose: bool) -> None:
     logs.configure(level=level, json_format=config.logging.format == "json")
 
 
+# What `pip install 'ksmon[aggregate]'` adds for the job (the agent's commands import none).
+_JOB_MODULES = ("pyspark", "numpy", "pandas", "pyarrow", "google.protobuf")
+
+
+def _missing_job_modules() -> list[str]:
+    import importlib.util  # noqa: PLC0415
+
+    missing = []
+    for name in _JOB_MODULES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ModuleNotFoundError:  # a dotted name whose parent package is missing
+            found = False
+        if not found:
+            missing.append(name.split(".")[-1])
+    return missing
+
+
 def _aggregate(args: argparse.Namespace) -> int:
+    missing = _missing_job_modules()
+    if missing:
+        raise SetupError(
+            f"ksmon aggregate needs the job's dependencies ({', '.join(missing)} not "
+            "installed): pip install 'ksmon[aggregate]'"
+        )
     from agent.aggregation import commands  # noqa: PLC0415 - Spark only when asked for
     from agent.aggregation.render import events_text  # noqa: PLC0415
     from agent.commands import load_usable_config  # noqa: PLC0415

@@ -115,14 +115,17 @@ def streams_apps(
 @pytest.fixture(scope="session")
 def spark() -> "Iterator[SparkSession]":
     """The session's one real Spark (``local[2]``, small-data settings, UI off), with the
-    Kafka source's jars (resolved from Maven Central into the cache once)."""
+    Kafka source (fetched by Spark into ksmon's cache once, as the job does)."""
     try:
-        from agent.aggregation.kafka_package import kafka_source_jars  # noqa: PLC0415
+        from agent.aggregation.kafka_package import kafka_source_conf  # noqa: PLC0415
         from agent.aggregation.session import spark_session  # noqa: PLC0415 - starts a JVM
+        from agent.config.schema import SparkConfig  # noqa: PLC0415
 
-        jars = ",".join(str(jar) for jar in kafka_source_jars())
         session = spark_session(
-            "ksmon-tests", master="local[2]", shuffle_partitions=2, extra={"spark.jars": jars}
+            "ksmon-tests",
+            master="local[2]",
+            shuffle_partitions=2,
+            extra=kafka_source_conf(SparkConfig()),
         )
     except Exception as e:  # noqa: BLE001 - any failure to start Spark is "unavailable"
         unavailable("Spark (pyspark local[2] with the Kafka source)", e)

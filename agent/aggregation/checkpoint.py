@@ -23,10 +23,10 @@ from pathlib import Path
 
 from agent.aggregation.partitioning import spread_keys
 from agent.config.schema import AggregationConfig
-from agent.embedded.cache import state_dir
 from agent.errors import ConfigError
 from agent.model.findings import Finding
 from agent.model.records import from_plain
+from agent.paths import state_dir
 
 log = logging.getLogger(__name__)
 

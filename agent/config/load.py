@@ -519,7 +519,23 @@ def _read_spark(s: Section) -> SparkConfig:
         master=master,
         driver_memory=s.size("driver_memory"),
         shuffle_partitions=s.integer("shuffle_partitions", minimum=1),
+        packages_repository=_repository_url(s, "packages_repository"),
+        jars_dir=s.optional_path("jars_dir"),
     )
+
+
+def _repository_url(s: Section, key: str) -> str | None:
+    """A Maven repository's base URL: Spark's package fetch speaks HTTP(S) only."""
+    if not s.has(key):
+        return None
+    url = s.text(key, expected="an http:// or https:// URL")
+    if not re.fullmatch(r"https?://[^\s/?#]+(/\S*)?", url):
+        raise s.fail(
+            key,
+            f"expected the http:// or https:// URL of a Maven repository "
+            f"(e.g. https://repo1.maven.org/maven2), got {url!r}",
+        )
+    return url
 
 
 def _read_detectors(s: Section) -> DetectorsConfig:

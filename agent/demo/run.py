@@ -17,7 +17,6 @@ import textwrap
 import time
 import urllib.request
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
 from dataclasses import dataclass
 from functools import partial
@@ -26,7 +25,6 @@ from typing import TextIO
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.aggregation.kafka_package import kafka_source_jars
 from agent.demo.hot_key import HotKeyPlan, plan_hot_key
 from agent.embedded.kafka import EmbeddedKafka, fetch_kafka
 from agent.embedded.load import KeyedLoad, KeySkew
@@ -101,14 +99,11 @@ class _Demo:
         config = self.work / "ksmon.yaml"
         agent_port, job_port = _port_or_free(AGENT_PORT), _port_or_free(JOB_PORT)
         config.write_text(_config(kafka.bootstrap_servers, agent_port, job_port, self.work))
-        # The app builds and the job's jars resolve (Maven, cached) while the broker boots.
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="demo-fetch") as fetch:
-            spark_kafka = fetch.submit(kafka_source_jars)
-            build = build_streams_app(kafka_version=kafka.distribution.version)
-            spark_kafka.result()
-        # The job before the broker answers: its Spark JVM and its plan take longest to
-        # start, need neither broker nor app, and it reaches the broker only after both.
+        # The job first: its Spark JVM (which fetches Spark's Kafka source on first run) and
+        # its plan take longest to start, need neither broker nor app, and it reaches the
+        # broker only after both. The app builds meanwhile, while the broker boots.
         job = self._child("aggregate", ["aggregate", "--config", str(config)])
+        build = build_streams_app(kafka_version=kafka.distribution.version)
         kafka.wait_ready()
         self.stage(f"Kafka {kafka.distribution.version} broker on {kafka.bootstrap_servers}")
 
