@@ -19,6 +19,7 @@ from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
 from agent.config.tls_files import check_tls_files
 from agent.config.topologies import configured_topologies, configured_topology
+from agent.config.yaml_source import load_yaml
 from agent.errors import ConfigError, KsmonError
 from agent.explain.findings import findings_for_group
 from agent.explain.history import group_history
@@ -44,7 +45,15 @@ def load_usable_config(path: Path) -> Config:
 
 
 def check_config(path: Path) -> str:
-    return load_usable_config(path).describe()
+    """The file checked, and what it runs: the agent (or sidecar), the job, or both."""
+    config = load_usable_config(path)
+    return config.describe(written=sections_written(path))
+
+
+def sections_written(path: Path) -> frozenset[str]:
+    """The top-level sections of a config file that loads (``load_config`` read it first)."""
+    document = load_yaml(path.read_text(encoding="utf-8"), str(path))
+    return frozenset(str(key) for key in document) if isinstance(document, dict) else frozenset()
 
 
 # The cyclic garbage collector's first threshold: allocations of container objects

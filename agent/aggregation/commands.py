@@ -71,16 +71,20 @@ def run_aggregate(config: Config, *, master: str | None = None) -> None:
     previous = {
         sig: signal.signal(sig, lambda *_: done.set()) for sig in (signal.SIGINT, signal.SIGTERM)
     }
+    started = False
     try:
-        job.start()
-        keep_running(job, done)
+        started = job.start(until=done)
+        if started:
+            keep_running(job, done)
     finally:
         job.stop()
         stop_spark(spark)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if done.is_set():
+    if done.is_set() and started:
         log.info("ksmon aggregate stopped: a micro-batch under way runs again at the next start")
+    elif done.is_set():
+        log.info("ksmon aggregate stopped before its input appeared")
 
 
 def _quiet_accumulator_server(spark: "SparkSession") -> None:
@@ -134,5 +138,8 @@ def keep_running(job: "AggregationJob", done: threading.Event) -> None:
         failures += 1
         log.error("the streaming query failed (%s); restarting in %.0fs", reason, wait)
         if done.wait(wait):
+            break
+        # A topic deleted, a cluster away: said once, and the query restarts when it is back.
+        if not job.wait_for_input(done):
             break
         job.start_query()

@@ -326,4 +326,10 @@ def _health(view: JobView) -> Iterator[Metric]:
         "ksmon_job_batch_errors", "Micro-batches that failed (the job keeps running)."
     )
     errors.add_metric([], view.batch_errors)
-    yield from (last, duration, newest, processed, quarantined, late, not_judged, errors)
+    waiting = GaugeMetricFamily(
+        "ksmon_job_waiting_for_input",
+        "1 while the job waits for its input (the snapshot topic or spool directory) to exist "
+        "or its cluster to answer, before it starts its streaming query; else 0.",
+    )
+    waiting.add_metric([], 1 if view.waiting_for_input else 0)
+    yield from (last, duration, newest, processed, quarantined, late, not_judged, errors, waiting)

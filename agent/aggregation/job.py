@@ -29,24 +29,35 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-from pyspark.errors import StreamingQueryException
+from pyspark.errors import PySparkRuntimeError, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
 from agent.aggregation.board import BatchTally, Board
 from agent.aggregation.checkpoint import Checkpoint, checkpoint_dir
 from agent.aggregation.exposition import JobExposition
 from agent.aggregation.findings_topic import FindingsPublisher, FindingsTopicError, TopicToCreate
-from agent.aggregation.kafka_package import kafka_source_jars
+from agent.aggregation.input_wait import (
+    InputWatch,
+    JobInput,
+    Probe,
+    directory_probe,
+    kafka_input,
+    spool_input,
+    topic_probe,
+    wait_for_input,
+)
+from agent.aggregation.kafka_package import kafka_source_conf
 from agent.aggregation.operator import judged, outputs
 from agent.aggregation.quarantine import write_rejected
 from agent.aggregation.session import spark_session
 from agent.aggregation.source import kafka_stream, spool_stream
 from agent.aggregation.state import JobState
 from agent.config import Config, kafka_client_settings
-from agent.errors import ConfigError, first_line
+from agent.errors import ConfigError, SetupError, described, first_line
 from agent.exposition.http import MetricsServer
 from agent.model.findings import FindingEvent
 from agent.model.records import from_plain, to_plain
@@ -57,16 +68,33 @@ _BATCHES_KEPT = 20
 
 
 def job_session(config: Config, *, master: str | None = None) -> SparkSession:
-    """The Spark session for the job: the Kafka source's jars when it reads a topic."""
+    """The Spark session for the job: with the Kafka source when it reads a topic (Spark
+    fetches it, or takes it from ``aggregation.spark.jars_dir``)."""
     spark = config.aggregation.spark
-    jars = kafka_source_jars() if config.aggregation.input.type == "kafka" else []
-    return spark_session(
-        "ksmon-aggregate",
-        master=master or spark.master,
-        shuffle_partitions=spark.shuffle_partitions,
-        driver_memory=f"{max(1, spark.driver_memory // 2**20)}m",
-        extra={"spark.jars": ",".join(str(j) for j in jars)} if jars else None,
-    )
+    reads_topic = config.aggregation.input.type == "kafka"
+    extra = kafka_source_conf(spark) if reads_topic else None
+    try:
+        return spark_session(
+            "ksmon-aggregate",
+            master=master or spark.master,
+            shuffle_partitions=spark.shuffle_partitions,
+            driver_memory=f"{max(1, spark.driver_memory // 2**20)}m",
+            extra=extra,
+        )
+    except PySparkRuntimeError as e:
+        fetching = ""
+        if extra and "spark.jars.packages" in extra:
+            mirror = extra.get("spark.jars.repositories")
+            fetching = (
+                f"; or it could not fetch {extra['spark.jars.packages']} from Maven Central"
+                + (f" or {mirror}" if mirror else "")
+                + " (set aggregation.spark.packages_repository to a reachable Maven mirror, "
+                "or aggregation.spark.jars_dir to a directory holding its jars)"
+            )
+        raise SetupError(
+            f"Spark's JVM did not start ({first_line(e, 200)}): its output above says why; "
+            f"it needs a Java runtime (java on PATH or JAVA_HOME){fetching}"
+        ) from e
 
 
 @dataclass(frozen=True)
@@ -168,12 +196,15 @@ class AggregationJob:
             partitions=int(spark.conf.get("spark.sql.shuffle.partitions") or "1"),
         )
         self.ledger = BatchLedger(self.checkpoint.ledger)
+        quiet_query_failures(spark)
         self.state = JobState()
         self.board = Board()
         self._board_batch: int | None = None  # the batch the board reflects
         self._late_counted_through = -1  # the last batch whose watermark drops are counted
         self._stopping = threading.Event()
         self.publisher = self._publisher()
+        self._findings_topic_failed = False  # said so at start: say when it works
+        self._batch_failure: str | None = None  # why the last micro-batch failed, one line
         self._query: object | None = None
         self._lock = threading.Lock()
         self.server: MetricsServer | None = None
@@ -189,7 +220,9 @@ class AggregationJob:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, until: threading.Event | None = None) -> bool:
+        """Serve /metrics, wait for the input to exist, start the query. False: ``until``
+        (or ``stop``) came first, and the query was not started."""
         if self.server is not None:
             self.server.start()
         self.checkpoint.prepare()
@@ -206,6 +239,9 @@ class AggregationJob:
                 self._close_earlier_layout()
             except FindingsTopicError as e:
                 log.warning("%s; trying again with the first micro-batch", e)
+                self._findings_topic_failed = True
+        if not self.wait_for_input(until):
+            return False
         self.start_query()
         self.state.started()
         log.info(
@@ -214,10 +250,20 @@ class AggregationJob:
             self.directory,
             self.aggregation.listen,
         )
+        return True
+
+    def wait_for_input(self, until: threading.Event | None = None) -> bool:
+        """Until the snapshot topic or spool directory exists (True), or ``until`` or
+        ``stop`` (False); what it waits for is said once, and /metrics says it waits."""
+        job_input, probe = self._input_probe()
+        return wait_for_input(
+            probe, InputWatch(job_input), until or self._stopping, waiting=self.state.waiting
+        )
 
     def start_query(self) -> None:
         """(Re)start the streaming query from its checkpoint: after a failed micro-batch,
         Spark re-runs that batch, which the ledger makes idempotent."""
+        self._batch_failure = None
         self._query = (
             judged(self._source(), self.checkpoint.keys, self.params)
             .writeStream.foreachBatch(self._on_batch)
@@ -233,7 +279,11 @@ class AggregationJob:
         if query is None or query.isActive:  # type: ignore[attr-defined]
             return None
         error = query.exception()  # type: ignore[attr-defined]
-        return None if error is None else first_line(error, 500)
+        if error is None:
+            return None
+        log.debug("the streaming query's failure in full: %s", error)
+        # A failed micro-batch reaches Spark as a Python traceback: its own line says why.
+        return self._batch_failure or first_line(error, 500)
 
     def await_termination(self, timeout: float | None = None) -> bool:
         """Whether the query has stopped within ``timeout``, failed or not: a failure is
@@ -274,7 +324,7 @@ class AggregationJob:
             started = self.clock()
             try:
                 self._process(batch, batch_id, started)
-            except Exception:
+            except Exception as e:
                 self._board_batch = None  # folded half-way, perhaps: read it back next time
                 if self._stopping.is_set():
                     # Stopping interrupts the batch under way: not a failure to report.
@@ -283,7 +333,12 @@ class AggregationJob:
                     )
                     raise
                 self.state.batch_failed()
-                log.exception("micro-batch %d failed; the job carries on", batch_id)
+                self._batch_failure = f"micro-batch {batch_id}: {described(e)}"
+                if isinstance(e, FindingsTopicError):
+                    # Expected (the findings cluster away): one line; the batch runs again.
+                    log.warning("micro-batch %d failed: %s", batch_id, described(e))
+                else:
+                    log.exception("micro-batch %d failed; the job carries on", batch_id)
                 raise
 
     def _process(self, batch: DataFrame, batch_id: int, started: float) -> None:
@@ -354,6 +409,9 @@ class AggregationJob:
         if self.publisher is None or record.batch_id <= self.ledger.published_through():
             return
         self.publisher.ensure_topic()
+        if self._findings_topic_failed:
+            self._findings_topic_failed = False
+            log.info("findings topic %s is ready; publishing findings", self.publisher.topic)
         events = record.events
         if events:
             sent = self.publisher.already_published(events)
@@ -388,6 +446,20 @@ class AggregationJob:
             )
         raise ConfigError("aggregation.input: no kafka or spool input configured")
 
+    def _input_probe(self) -> tuple[JobInput, Callable[[], Probe]]:
+        job_input = self.aggregation.input
+        if job_input.type == "spool" and job_input.spool is not None:
+            directory = job_input.spool.directory
+            return spool_input(directory), partial(directory_probe, directory)
+        if job_input.kafka is not None:
+            cluster = self.config.cluster(job_input.kafka.cluster)
+            topic = job_input.kafka.topic
+            return (
+                kafka_input(topic, cluster.name, cluster.bootstrap_servers),
+                partial(topic_probe, kafka_client_settings(cluster), topic),
+            )
+        raise ConfigError("aggregation.input: no kafka or spool input configured")
+
     def _describe_input(self) -> str:
         job_input = self.aggregation.input
         if job_input.spool is not None:
@@ -407,6 +479,28 @@ class AggregationJob:
             else None
         )
         return FindingsPublisher(settings, findings.topic, create)
+
+
+# Where Spark logs a failed query with its whole Java stack trace (the class moved
+# between Spark versions). The job says why in one line (``keep_running``), and in full
+# at debug level.
+_QUERY_FAILURE_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.runtime.MicroBatchExecution",
+    "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+)
+
+
+def quiet_query_failures(spark: SparkSession) -> None:
+    """Turn off Spark's own report of a failed query: the job reports it once, itself."""
+    jvm = spark.sparkContext._jvm
+    if jvm is None:
+        return
+    try:
+        off = jvm.org.apache.logging.log4j.Level.OFF
+        for name in _QUERY_FAILURE_LOGGERS:
+            jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
+    except Py4JError as e:
+        log.debug("cannot quieten Spark's report of failed queries: %s", first_line(e))
 
 
 def _log_batch(

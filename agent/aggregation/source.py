@@ -14,8 +14,8 @@ from agent.transport.spool import DONE
 
 
 def spool_stream(spark: SparkSession, spool: SpoolInputConfig) -> DataFrame:
-    """New complete spool files (the agent renames ``.part`` files when done)."""
-    spool.directory.mkdir(parents=True, exist_ok=True)
+    """New complete spool files (the agent renames ``.part`` files when done). The
+    directory is the agent's to create: the job waits for it (``input_wait``)."""
     return (
         spark.readStream.format("text")
         .option("pathGlobFilter", f"*{DONE}")

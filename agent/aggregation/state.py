@@ -28,6 +28,7 @@ class JobView:
     last_batch_seconds: float | None = None
     newest_snapshot: tuple[tuple[str, float], ...] = ()  # (cluster, poll time)
     started: bool = False
+    waiting_for_input: bool = False  # the snapshot topic or spool directory is not there yet
 
 
 class JobState:
@@ -42,6 +43,12 @@ class JobState:
     def started(self) -> None:
         with self._lock:
             self._view = replace(self._view, started=True)
+
+    def waiting(self, waiting: bool) -> None:
+        """Whether the job waits for its input before (re)starting its query."""
+        with self._lock:
+            if self._view.waiting_for_input != waiting:
+                self._view = replace(self._view, waiting_for_input=waiting)
 
     def restored(self, open_findings: Iterable[Finding], newest: dict[str, float]) -> None:
         """After a restart: what the last completed batch left open."""

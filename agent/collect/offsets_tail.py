@@ -22,6 +22,7 @@ from typing import Any
 from agent import kafka_python_fixes
 from agent.collect.build import GroupRebalanceFacts
 from agent.collect.poller import RebalanceSource
+from agent.errors import described
 from agent.model import RebalanceEvent
 from agent.streams.offsets_topic import (
     GroupMetadataKey,
@@ -136,11 +137,16 @@ def idle_fetch_wait_ms(request_timeout_ms: object) -> int:
 def _offsets_topic_partitions(consumer: Any) -> set[int]:  # noqa: ANN401 - kafka-python's consumer
     """Metadata for ``__consumer_offsets`` alone: ``consumer.topics()`` fetched (and the
     consumer kept until its next refresh) every topic's, tens of MB on a large cluster."""
+    from kafka.errors import LeaderNotAvailableError, UnknownTopicOrPartitionError  # noqa: PLC0415
+
     cluster = consumer._cluster
     future = cluster.add_topic(OFFSETS_TOPIC)
     if future.is_done:  # tracked already: ask again, it may have been created since
         future = cluster.request_update()
-    consumer._net.run(consumer._manager.wait_for, future, None)
+    try:
+        consumer._net.run(consumer._manager.wait_for, future, None)
+    except (UnknownTopicOrPartitionError, LeaderNotAvailableError):
+        return set()  # not created yet, or being created: asked again
     return set(cluster.partitions_for_topic(OFFSETS_TOPIC) or ())
 
 
@@ -161,6 +167,10 @@ class OffsetsTopicTail(RebalanceSource):
         self._thread: threading.Thread | None = None
         self.running = False
         self.last_error: str | None = None
+        # Said at start, to be followed by a line once the tail reads: failed attempts,
+        # and whether it said the topic does not exist yet.
+        self._failures = 0
+        self._said_missing = False
 
     def facts(self, group_ids: Iterable[str]) -> dict[str, GroupRebalanceFacts]:
         return self.log.take(group_ids)
@@ -183,7 +193,8 @@ class OffsetsTopicTail(RebalanceSource):
                 self._consume()
             except Exception as e:  # noqa: BLE001 - report, back off, retry; never kill the agent
                 self.running = False
-                self.last_error = f"{type(e).__name__}: {e}"
+                self.last_error = described(e)
+                self._failures += 1
                 if "Authorization" in type(e).__name__:
                     log.warning(
                         "cluster %s: no READ permission on %s; rebalances will be inferred "
@@ -217,13 +228,14 @@ class OffsetsTopicTail(RebalanceSource):
         )
         try:
             partitions = wait_for_partitions(
-                lambda: _offsets_topic_partitions(consumer), self._stop, _TOPIC_RECHECK_SECONDS
+                lambda: self._partitions(consumer), self._stop, _TOPIC_RECHECK_SECONDS
             )
             if not partitions:
                 return  # stopped while waiting
             consumer.assign([TopicPartition(OFFSETS_TOPIC, p) for p in sorted(partitions)])
             self.running = True
             self.last_error = None
+            self._reading(len(partitions))
             while not self._stop.is_set():
                 batches = consumer.poll(timeout_ms=1000, max_records=5000)
                 for records in batches.values():
@@ -232,3 +244,30 @@ class OffsetsTopicTail(RebalanceSource):
         finally:
             self.running = False
             consumer.close()
+
+    def _partitions(self, consumer: Any) -> set[int]:  # noqa: ANN401 - kafka-python's consumer
+        partitions = _offsets_topic_partitions(consumer)
+        if not partitions and not self._said_missing:
+            self._said_missing = True
+            log.info(
+                "cluster %s: %s does not exist yet (the broker creates it with the first "
+                "consumer group); reading it once it does",
+                self.cluster,
+                OFFSETS_TOPIC,
+            )
+        return partitions
+
+    def _reading(self, partitions: int) -> None:
+        """After a warning that it failed, or that the topic is not there: it reads now."""
+        if self._failures or self._said_missing:
+            failures = self._failures
+            after = f" after {failures} failed attempt{'s' * (failures != 1)}" if failures else ""
+            log.info(
+                "cluster %s: reading %s now (%d partitions)%s",
+                self.cluster,
+                OFFSETS_TOPIC,
+                partitions,
+                after,
+            )
+        self._failures = 0
+        self._said_missing = False

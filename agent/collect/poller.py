@@ -157,6 +157,7 @@ class ClusterPoller:
         # is not confirmed yet (with the polls left to confirm it).
         self._watched: dict[str, ListedGroup] = {}
         self._vanished: dict[str, tuple[ListedGroup, int]] = {}
+        self._failed_polls = 0  # in a row, each warned about: the next good poll says so
 
     def poll(self) -> PollResult:
         self.sequence += 1
@@ -175,11 +176,24 @@ class ClusterPoller:
             result.error = f"{name}: {text}" if text else name
             log.warning("poll of cluster %s failed: %s", self.cluster, result.error)
             self.edge.reset()
+        self._note_recovery(result)
         if self.sidecar is not None and observation is not None:
             self._attach_sidecar(result, self.sidecar, observation)
         result.duration_seconds = self.clock() - started
         result.requests = Counter(self.edge.requests) - before
         return result
+
+    def _note_recovery(self, result: PollResult) -> None:
+        if not result.ok:
+            self._failed_polls += 1
+            return
+        if self._failed_polls:
+            log.info(
+                "poll of cluster %s works again, after %s",
+                self.cluster,
+                f"{self._failed_polls} failed poll{'s' * (self._failed_polls != 1)}",
+            )
+        self._failed_polls = 0
 
     def _observe_pod(self) -> SidecarObservation | None:
         if self.sidecar is None:

@@ -150,7 +150,8 @@ class PollScheduler:
             log.exception("handling the poll of cluster %s failed", poller.cluster)
 
     def _note_overrun(self, result: PollResult, interval: float) -> None:
-        if result.duration_seconds <= interval:
+        # A failed poll waited for a cluster away (its warning says so), not for CPU.
+        if result.duration_seconds <= interval or not result.ok:
             return
         last = self._overrun_logged.get(result.cluster)
         now = time.monotonic()

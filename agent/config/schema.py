@@ -241,6 +241,10 @@ class SparkConfig:
     master: str = "local[*]"
     driver_memory: int = 2**30
     shuffle_partitions: int = 4
+    # The Kafka source's jars: Spark fetches them (spark.jars.packages) from Maven
+    # Central, or from this repository too; or, with jars_dir, takes them from there.
+    packages_repository: str | None = None
+    jars_dir: Path | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -431,18 +435,35 @@ class Config:
         anywhere = [t for t in self.topologies if t.group == group and t.cluster is None]
         return next(iter(named + anywhere), None)
 
-    def describe(self) -> str:
-        """A summary for a person, one line per cluster; it never contains a secret."""
-        lines = [
-            f"agent {self.agent.id} ({self.agent.mode}): metrics on {self.http.listen}, "
-            f"lag per {self.exposition.lag_granularity}, "
-            f"logs {self.logging.format} at {self.logging.level}"
-        ]
-        lines += [_describe_cluster(cluster, self.sidecar) for cluster in self.clusters]
-        lines.append(f"snapshots: {_describe_sink(self.sink)}")
-        if self.sidecar is not None:
-            lines.append(_describe_sidecar(self.sidecar))
-        lines.append(f"aggregation job: {_describe_aggregation(self.aggregation)}")
+    def describe(self, written: frozenset[str] | None = None) -> str:
+        """A summary for a person of what the file runs, one line per cluster it uses; it
+        never contains a secret. ``written``: the file's top-level sections (None: all)."""
+        runs_job, runs_agent = _runs(written)
+        lines = []
+        if runs_agent:
+            lines.append(
+                f"agent {self.agent.id} ({self.agent.mode}): metrics on {self.http.listen}, "
+                f"lag per {self.exposition.lag_granularity}, "
+                f"logs {self.logging.format} at {self.logging.level}"
+            )
+            lines += [
+                line
+                for cluster in self.clusters
+                if (line := _describe_cluster(cluster, self.sidecar, self.sink, runs_job))
+            ]
+            lines.append(f"snapshots: {_describe_sink(self.sink)}")
+            if self.sidecar is not None:
+                lines.append(_describe_sidecar(self.sidecar))
+        else:
+            job_clusters = _job_clusters(self.aggregation)
+            lines += [
+                f"cluster {cluster.name}: {_describe_connection(cluster)}"
+                for cluster in self.clusters
+                if cluster.name in job_clusters
+            ]
+        if runs_job:
+            logs = "" if runs_agent else f"; logs {self.logging.format} at {self.logging.level}"
+            lines.append(f"aggregation job: {_describe_aggregation(self.aggregation)}{logs}")
         if self.topologies:
             named = ", ".join(
                 t.group if t.cluster is None else f"{t.group} on {t.cluster}"
@@ -452,7 +473,29 @@ class Config:
         return "\n".join(lines)
 
 
-def _describe_cluster(cluster: ClusterConfig, sidecar: SidecarConfig | None) -> str:
+# The sections only the agent (or sidecar) reads; a file with an aggregation section and
+# none of these configures the job alone (a sink section there names the job's input).
+_AGENT_SECTIONS = frozenset({"agent", "http", "sidecar", "exposition"})
+
+
+def _runs(written: frozenset[str] | None) -> tuple[bool, bool]:
+    """(the job, the agent): what a file with these top-level sections runs."""
+    if written is None:
+        return True, True
+    job = "aggregation" in written
+    return job, not job or bool(written & _AGENT_SECTIONS)
+
+
+def _job_clusters(job: AggregationConfig) -> set[str]:
+    used = set()
+    if job.input.kafka is not None:
+        used.add(job.input.kafka.cluster)
+    if job.findings is not None and job.findings.publish:
+        used.add(job.findings.cluster)
+    return used
+
+
+def _describe_connection(cluster: ClusterConfig) -> str:
     security = cluster.security
     connection: str = security.protocol
     if security.sasl is not None:
@@ -465,6 +508,13 @@ def _describe_cluster(cluster: ClusterConfig, sidecar: SidecarConfig | None) -> 
             connection += f", client certificate {tls.cert_file}"
         if not tls.check_hostname:
             connection += ", host names NOT checked"
+    return f"{','.join(cluster.bootstrap_servers)} over {connection}"
+
+
+def _describe_cluster(
+    cluster: ClusterConfig, sidecar: SidecarConfig | None, sink: SinkConfig, runs_job: bool
+) -> str | None:
+    """The cluster as the agent uses it; None for a cluster a sidecar file does not use."""
     groups = " ".join(p.pattern for p in cluster.groups.allow)
     if cluster.groups.deny:
         groups += " except " + " ".join(p.pattern for p in cluster.groups.deny)
@@ -473,11 +523,17 @@ def _describe_cluster(cluster: ClusterConfig, sidecar: SidecarConfig | None) -> 
     if sidecar is not None:
         # A sidecar polls its own application's group on its app's cluster, nothing else.
         if cluster.name != sidecar.cluster:
-            return f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)}; not polled"
+            ships = sink.kafka is not None and sink.kafka.cluster == cluster.name
+            if not ships and not runs_job:
+                return None
+            servers = ",".join(cluster.bootstrap_servers)
+            return f"cluster {cluster.name}: {servers}; not polled" + (
+                " (snapshots are shipped there)" if ships else ""
+            )
         groups = f"{sidecar.application_id} only"
         offsets_topic = "does not read"
     return (
-        f"cluster {cluster.name}: {','.join(cluster.bootstrap_servers)} over {connection}; "
+        f"cluster {cluster.name}: {_describe_connection(cluster)}; "
         f"groups {groups}; offsets every {format_duration(poll.offsets_interval)}, "
         f"metadata every {format_duration(poll.metadata_interval)}; "
         f"{offsets_topic} __consumer_offsets"

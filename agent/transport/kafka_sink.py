@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from agent import kafka_python_fixes
+from agent.errors import described, first_line
 from agent.transport.buffer import BoundedBuffer
 from agent.transport.sink import SinkStats
 
@@ -68,6 +69,7 @@ class KafkaTopicSink:
         self._last_error: str | None = None
         self._last_success: float | None = None
         self._failing = False  # the last delivery attempt failed
+        self._failures_in_row = 0  # warned about each; the next delivery says it works again
         self._backoff = 0.5
         self._thread = threading.Thread(target=self._run, name=f"ksmon-sink-{topic}", daemon=True)
         self._thread.start()
@@ -176,15 +178,23 @@ class KafkaTopicSink:
         if failure is not None:
             self._failed(failure)
             return False
+        if self._failures_in_row:
+            log.info(
+                "delivering snapshots to topic %s again, after %s",
+                self.topic,
+                f"{self._failures_in_row} failed attempt{'s' * (self._failures_in_row != 1)}",
+            )
+            self._failures_in_row = 0
         self._failing = False
         return True
 
     def _failed(self, error: BaseException) -> None:
         self._errors += 1
         self._failing = True
+        self._failures_in_row += 1
         name = type(error).__name__
-        text = str(error).strip().splitlines()[0][:300] if str(error).strip() else ""
-        self._last_error = f"{name}: {text}" if text else name
+        text = first_line(error)
+        self._last_error = described(error)
         log.warning("delivering snapshots to topic %s failed: %s", self.topic, self._last_error)
         if "Topic" in name or "Timeout" in name or "Metadata" in text:
             # The topic may have been deleted: check (and create it) before the next try.

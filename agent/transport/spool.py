@@ -51,6 +51,7 @@ class SpoolDirectorySink:
         self._errors = 0
         self._last_error: str | None = None
         self._last_success: float | None = None
+        self._failures_in_row = 0  # warned about each; the next good write says it works
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._recover()
@@ -79,6 +80,13 @@ class SpoolDirectorySink:
                 self._file_bytes += len(line)
                 self._sent += 1
                 self._last_success = now
+                if self._failures_in_row:
+                    log.info(
+                        "spool directory %s: writing snapshots again, after %s",
+                        self.directory,
+                        f"{self._failures_in_row} failure{'s' * (self._failures_in_row != 1)}",
+                    )
+                    self._failures_in_row = 0
             except OSError as e:
                 self._error(e)
                 self._close_fd()
@@ -191,6 +199,7 @@ class SpoolDirectorySink:
 
     def _error(self, error: OSError) -> None:
         self._errors += 1
+        self._failures_in_row += 1
         self._last_error = f"{type(error).__name__}: {error}"
         log.warning("spool directory %s: %s", self.directory, self._last_error)
 

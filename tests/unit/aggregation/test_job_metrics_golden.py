@@ -56,6 +56,7 @@ CONTRACT = {
     "ksmon_job_snapshots_processed_total": set(),
     "ksmon_job_snapshots_quarantined_total": {"reason"},
     "ksmon_job_batch_errors_total": set(),
+    "ksmon_job_waiting_for_input": set(),
 }  # fmt: skip
 
 

@@ -28,6 +28,9 @@ class FailingOnceJob:
         self.on_failure()
         return "ExitCodeException exitCode=143" if self.failed else None
 
+    def wait_for_input(self, until: threading.Event) -> bool:
+        return True
+
     def start_query(self) -> None:
         self.restarts += 1
         self.failed = False
