@@ -95,6 +95,10 @@ def test_the_injected_fault_fires_its_alert(scenario: Scenario, fault: str) -> N
     subject = labels.get("group", labels["kafka_cluster"])
     assert subject in annotations["description"]
     assert annotations["runbook_url"].endswith(f"/docs/runbooks/{alertname}.md")
+    # The dashboard link is filled with the alert's own labels, ready to click.
+    assert annotations["dashboard_url"].startswith("http://localhost:3000/d/ksmon-")
+    assert f"var-cluster={labels['kafka_cluster']}" in annotations["dashboard_url"]
+    assert "{{" not in annotations["dashboard_url"]
 
 
 def test_the_healthy_application_raises_no_alert(scenario: Scenario) -> None:
@@ -108,6 +112,14 @@ def test_the_healthy_application_raises_no_alert(scenario: Scenario) -> None:
         for a in scenario.prometheus.alerts()
         if a["labels"].get("alertname") == "KsmonKafkaDown"
         and a["labels"].get("kafka_cluster") == LOCAL_CLUSTER
+    ]
+
+
+def test_the_scraped_job_is_not_absent(scenario: Scenario) -> None:
+    """The default job selector finds the job as the scenario scrapes it: KsmonJobAbsent
+    (its wait shortened like every rule's) is neither pending nor firing."""
+    assert not [
+        a for a in scenario.prometheus.alerts() if a["labels"].get("alertname") == "KsmonJobAbsent"
     ]
 
 

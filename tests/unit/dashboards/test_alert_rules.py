@@ -3,12 +3,14 @@
 following the conventions (severity, summary, templated description, runbook, for:),
 and reading only metrics and labels that exist or are in the team's contract."""
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from dashboards.links import APPLICATION_UID, FLEET_UID, HEALTH_UID
 from tests.support import promql
 from tests.support.metric_sources import TARGET_LABELS, known_families
 from tests.support.prometheus import RULE_FILES, RULE_TESTS, alert_rules, duration_seconds, run_tool
@@ -16,6 +18,8 @@ from tests.support.prometheus import RULE_FILES, RULE_TESTS, alert_rules, durati
 ROOT = Path(__file__).resolve().parents[3]
 RUNBOOKS = ROOT / "docs" / "runbooks"
 RUNBOOK_BASE = "https://github.com/ksmon/ksmon/blob/main/docs/runbooks/"
+DASHBOARD_BASE = "http://localhost:3000/d/"
+ANNOTATIONS = {"summary", "description", "runbook_url", "dashboard_url"}
 SEVERITIES = {"critical", "warning", "info"}
 PREFIXES = ("KafkaStreams", "Ksmon")
 ALERT_NAMES = sorted({rule["alert"] for rule in alert_rules()})
@@ -56,7 +60,7 @@ def test_every_alert_has_a_firing_case_with_annotations_and_a_silent_case(alert:
     assert any(c["exp_alerts"] == [] for c in cases), f"no promtool case where {alert} is silent"
     for case in firing:
         for expected in case["exp_alerts"]:
-            assert set(expected["exp_annotations"]) == {"summary", "description", "runbook_url"}
+            assert set(expected["exp_annotations"]) == ANNOTATIONS
             assert "severity" in expected["exp_labels"]
 
 
@@ -67,13 +71,28 @@ def test_every_alert_follows_the_conventions(rule: dict[str, Any]) -> None:
     assert "_" not in name
     assert rule["labels"]["severity"] in SEVERITIES
     annotations = rule["annotations"]
-    assert set(annotations) == {"summary", "description", "runbook_url"}
+    assert set(annotations) == ANNOTATIONS
     # Templated with the subject's labels (or, for absent(), saying what is absent).
     if not rule["expr"].startswith("absent("):
         assert "{{ $labels." in annotations["description"], name
     assert annotations["runbook_url"] == f"{RUNBOOK_BASE}{name}.md"
+    # A ksmon dashboard, its variables set from labels the alert has.
+    uid, _, query = annotations["dashboard_url"].removeprefix(DASHBOARD_BASE).partition("?")
+    assert uid in {FLEET_UID, APPLICATION_UID, HEALTH_UID}, name
+    assert (uid == HEALTH_UID) == name.startswith("Ksmon"), name
+    for label in re.findall(r"\$labels\.(\w+)", query):
+        assert label in _output_labels(rule["expr"]), f"{name}: no label {label}"
     if "lag" in rule["expr"]:
         assert duration_seconds(rule["for"]) >= 300, f"{name}: for: must be >= 5m on lag"
+
+
+def _output_labels(expr: str) -> set[str]:
+    """The labels an alert of ``expr`` can carry: its aggregation's, or (none) its series'."""
+    reading = promql.read(expr)
+    if reading.grouping_labels:
+        return set(reading.grouping_labels)
+    known = known_families()
+    return {label for s in reading.selectors for label in known.get(s.metric) or ()}
 
 
 @pytest.mark.parametrize("alert", ALERT_NAMES)
