@@ -511,13 +511,41 @@ def _threads() -> Row:
             ),
             Panel(
                 "timeseries",
-                "State directory size",
-                "Bytes in each instance's state directory (RocksDB stores, checkpoints), from "
-                "its sidecar.",
-                [Query(_by("process", "ksmon_sidecar_state_dir_bytes"), "{{process}}")],
+                "State directory and free space",
+                "Bytes in each instance's state directory (RocksDB stores, checkpoints) and "
+                "the bytes still free on the filesystem holding it (statvfs, df's Avail), "
+                "from its sidecar. Free space falling while the directory stays flat: other "
+                "data fills a shared volume (an emptyDir on the node's disk).",
+                [
+                    Query(
+                        _by("process", "ksmon_sidecar_state_dir_bytes"),
+                        "{{process}} state directory",
+                    ),
+                    Query(
+                        _by("process", "ksmon_sidecar_state_volume_available_bytes"),
+                        "{{process}} free",
+                    ),
+                ],
                 unit="bytes",
                 minimum=0,
-                width=24,
+            ),
+            Panel(
+                "timeseries",
+                "State volume free",
+                "The share of each instance's state volume still free. "
+                "KafkaStreamsStateVolumeNearlyFull fires below its threshold (5 % by default), "
+                "KafkaStreamsStateVolumeFillingUp when the trend reaches 0 within its horizon.",
+                [
+                    Query(
+                        "min by (process) ("
+                        f"{_app('ksmon_sidecar_state_volume_available_bytes')} / "
+                        f"{_app('ksmon_sidecar_state_volume_size_bytes')})",
+                        "{{process}}",
+                    )
+                ],
+                unit="percentunit",
+                minimum=0,
+                maximum=1,
             ),
         ],
     )

@@ -8,7 +8,9 @@ snapshot's ``sidecar`` section (``build_sidecar_info``, pure).
 
 Either edge may fail on its own: an app whose endpoint is down gives
 ``app_metrics_up=False`` with the reason and the rest still ships; a state
-directory that is not mounted gives ``state_dir_readable=False``.
+directory that is not mounted gives ``state_dir_readable=False``. The
+filesystem holding the state directory is asked for its size and free bytes
+(``state_volume``) beside it, with its own error.
 """
 
 from collections.abc import Callable, Iterable
@@ -18,6 +20,7 @@ from pathlib import Path
 from agent.collect.app_scrape import Scrape, scrape_metrics
 from agent.collect.memory_limit import MemoryLimit, read_memory_limit
 from agent.collect.state_dir_reader import StateDirReading, TaskDirReading, read_state_dir
+from agent.collect.state_volume import StateVolume, read_state_volume
 from agent.model import (
     CheckpointOffset,
     MemberInfo,
@@ -59,12 +62,14 @@ class SidecarObservation:
     scrape: Scrape
     instance: InstanceView | None = None  # None when the scrape failed
     state_dir: StateDirReading | None = None  # None when no state directory is configured
+    state_volume: StateVolume | None = None  # the filesystem holding it; None likewise
     stores: frozenset[str] = field(default_factory=frozenset)
     memory_limit: MemoryLimit = field(default_factory=lambda: MemoryLimit(None))
 
 
 Scraper = Callable[[str, float, Callable[[bytes], bool]], Scrape]
 StateDirReader = Callable[[Path, str], StateDirReading]
+StateVolumeReader = Callable[[Path], StateVolume]
 
 
 class SidecarCollector:
@@ -76,10 +81,12 @@ class SidecarCollector:
         *,
         scraper: Scraper = scrape_metrics,
         state_dir_reader: StateDirReader = read_state_dir,
+        state_volume_reader: StateVolumeReader = read_state_volume,
     ) -> None:
         self.settings = settings
         self._scrape = scraper
         self._read_state_dir = state_dir_reader
+        self._read_state_volume = state_volume_reader
         self._memory = InstanceMemory()
 
     @property
@@ -93,13 +100,16 @@ class SidecarCollector:
         if scrape.error is None:
             metrics = parse_app_metrics(scrape.text)
             instance, self._memory = observe_instance(metrics, s.application_id, self._memory)
-        state_dir = (
-            self._read_state_dir(s.state_dir, s.application_id) if s.state_dir is not None else None
-        )
+        state_dir = volume = None
+        if s.state_dir is not None:
+            state_dir = self._read_state_dir(s.state_dir, s.application_id)
+            volume = self._read_state_volume(s.state_dir)
         stores = set(instance.stores if instance is not None else ())
         for task in state_dir.tasks if state_dir is not None else ():
             stores.update(task.stores)
-        return SidecarObservation(scrape, instance, state_dir, frozenset(stores), _memory_limit(s))
+        return SidecarObservation(
+            scrape, instance, state_dir, volume, frozenset(stores), _memory_limit(s)
+        )
 
     def changelog_topics(self, observation: SidecarObservation) -> set[str]:
         """Changelog topics the app may have: named after its stores, or in its checkpoints.
@@ -124,6 +134,7 @@ def build_sidecar_info(
     """The snapshot's ``sidecar`` section from one observation and the group's members (pure)."""
     instance = observation.instance or InstanceView()
     state_dir = observation.state_dir
+    volume = observation.state_volume or StateVolume()
     # The live metrics speak for the running client; the state directory's file
     # is the same id when the app has persistent stores.
     process_id = instance.process_id or (state_dir.process_id if state_dir is not None else None)
@@ -189,6 +200,9 @@ def build_sidecar_info(
         recording_level=instance.recording_level,
         state_dir_error=state_dir.error if state_dir is not None else None,
         state_dir_bytes=state_dir.total_bytes if state_dir is not None else None,
+        state_volume_size_bytes=volume.size_bytes,
+        state_volume_available_bytes=volume.available_bytes,
+        state_volume_error=volume.error,
         memory_limit_bytes=observation.memory_limit.bytes,
         memory_limit_source=observation.memory_limit.source,
         memory_limit_error=observation.memory_limit.error,

@@ -108,6 +108,8 @@ class StreamsAppConfig:
     on_error: OnError = "replace_thread"
     # State restoration blocks while this file exists.
     restore_marker: Path | None = None
+    # RocksDB memtables of this size (SmallMemtables): a store's files grow gradually.
+    rocksdb_write_buffer_bytes: int | None = None
     streams_config: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -251,6 +253,11 @@ class StreamsAppInstance:
             args.append(f"--poison-key-prefix={c.poison_key_prefix}")
         if c.restore_marker is not None:
             args.append(f"--restore-marker={c.restore_marker}")
+        if c.rocksdb_write_buffer_bytes is not None:
+            args += [
+                "--config=rocksdb.config.setter=dev.ksmon.fixture.SmallMemtables",
+                f"--config=fixture.rocksdb.write.buffer.bytes={c.rocksdb_write_buffer_bytes}",
+            ]
         args += [f"--config={key}={value}" for key, value in c.streams_config.items()]
         exporter = f"{self.build.javaagent}={LOOPBACK}:{self.metrics_port}:" + str(
             resource_path("jmx-exporter.yaml")

@@ -618,6 +618,17 @@ def _sidecar(make: FamilyMaker, clusters: Iterable[ClusterStatus]) -> Iterator[F
     state_dir_bytes = make.gauge(
         "ksmon_sidecar_state_dir_bytes", "Bytes in the app's state directory.", key
     )
+    volume_size = make.gauge(
+        "ksmon_sidecar_state_volume_size_bytes",
+        "Size of the filesystem holding the app's state directory (statvfs f_blocks).",
+        key,
+    )
+    volume_available = make.gauge(
+        "ksmon_sidecar_state_volume_available_bytes",
+        "Bytes the app may still write on the filesystem holding its state directory "
+        "(statvfs f_bavail, df's Avail).",
+        key,
+    )
     for c in clusters:
         if c.sidecar is None:
             continue
@@ -647,10 +658,16 @@ def _sidecar(make: FamilyMaker, clusters: Iterable[ClusterStatus]) -> Iterator[F
         }
         for task, records in sorted(per_task.items()):
             remaining.add_metric([*labels, task], records)
-        if info.state_dir_bytes is not None:
-            state_dir_bytes.add_metric(labels, info.state_dir_bytes)
+        on_disk = (
+            (state_dir_bytes, info.state_dir_bytes),
+            (volume_size, info.state_volume_size_bytes),
+            (volume_available, info.state_volume_available_bytes),
+        )
+        for family, size in on_disk:
+            if size is not None:
+                family.add_metric(labels, size)
     yield from (up, client_state, alive, expected, failed, thread_state, restoring, remaining)
-    yield state_dir_bytes
+    yield from (state_dir_bytes, volume_size, volume_available)
 
 
 def _restoring_tasks(info: SidecarInfo) -> int | None:

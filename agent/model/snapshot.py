@@ -344,6 +344,12 @@ class SidecarInfo:
     recording_level: str | None = None
     state_dir_error: str | None = None  # why the state directory could not be read
     state_dir_bytes: int | None = None  # every file under it
+    # The filesystem holding the state directory (statvfs of sidecar.state_dir, as the
+    # pod sees it): its size, the bytes an unprivileged writer may still use (df's
+    # Avail), and why it could not be read.
+    state_volume_size_bytes: int | None = None
+    state_volume_available_bytes: int | None = None
+    state_volume_error: str | None = None
     # The app container's memory limit (not the sidecar's own: each container has its
     # own cgroup): from the configuration (Downward API limits.memory) or a cgroup
     # file. None when unknown or unlimited; memory_limit_source says where it came

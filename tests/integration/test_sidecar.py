@@ -3,19 +3,12 @@ real JMX exporter java agent: thread death, a held restore, checkpoint offsets, 
 whose endpoint is down. Each is checked against the app's own view of itself (its oracle)."""
 
 import json
-import signal
-import subprocess
-import sys
-import textwrap
-import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from kafka import TopicPartition
 from kafka.admin import KafkaAdminClient
 from kafka.structs import OffsetAndMetadata
-from prometheus_client.parser import text_string_to_metric_families
 
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller
@@ -23,10 +16,10 @@ from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
-from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig, StreamsAppInstance
+from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig
 from agent.embedded.topics import create_topics, end_offsets
 from agent.model import AgentInfo, SidecarInfo, Snapshot
-from agent.transport.spool import read_spool
+from tests.support.sidecar_agent import Samples, SidecarAgent, value
 from tests.support.streams import StreamsApps, fill_changelog, poison_instance, unique_name
 
 pytestmark = pytest.mark.integration
@@ -60,85 +53,6 @@ def new_app(kafka: EmbeddedKafka, base: str) -> tuple[str, str]:
 
 
 # -- thread death, through the real `ksmon agent` daemon ------------------------------
-
-Samples = dict[str, list[tuple[dict[str, str], float]]]
-
-
-class SidecarAgent:
-    """``ksmon agent`` in sidecar mode, as a real process next to one app instance."""
-
-    def __init__(self, kafka: EmbeddedKafka, app: str, instance: StreamsAppInstance, work: Path):
-        self.port = free_port()
-        self.spool = work / "spool"
-        self.log = work / "agent.log"
-        config = work / "sidecar.yaml"
-        config.write_text(
-            textwrap.dedent(
-                f"""\
-                agent: {{id: sidecar-test, mode: sidecar}}
-                http: {{listen: "127.0.0.1:{self.port}"}}
-                clusters:
-                  - name: local
-                    bootstrap_servers: ["{kafka.bootstrap_servers}"]
-                    poll: {{offsets_interval: 1s, metadata_interval: 5s, request_timeout: 5s}}
-                sink:
-                  type: spool
-                  spool: {{directory: {self.spool}, rotate_interval: 1s}}
-                sidecar:
-                  application_id: {app}
-                  app_metrics_url: "{instance.metrics_url}"
-                  state_dir: {instance.state_dir}
-                  expected_stream_threads: 2
-                """
-            )
-        )
-        with self.log.open("w") as out:
-            self.process = subprocess.Popen(
-                [sys.executable, "-m", "agent", "agent", "--config", str(config)],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=ROOT,
-            )
-
-    def metrics(self) -> Samples:
-        """The agent's /metrics by name; empty while it does not answer yet."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-        except OSError:
-            return {}
-        values: Samples = {}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                values.setdefault(sample.name, []).append((sample.labels, sample.value))
-        return values
-
-    def wait_for(self, what: str, condition: Callable[[Samples], bool]) -> Samples:
-        seen: list[Samples] = []
-
-        def holds() -> bool:
-            seen.append(self.metrics())
-            return condition(seen[-1])
-
-        wait_until(holds, timeout=60, what=what, abort=self._exited)
-        return seen[-1]
-
-    def snapshots(self) -> list[Snapshot]:
-        return [Snapshot.from_json(line) for line in read_spool(self.spool)]
-
-    def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(timeout=30)
-
-    def _exited(self) -> str | None:
-        code = self.process.poll()
-        return None if code is None else f"the agent exited ({code}): {self.log.read_text()}"
-
-
-def value(metrics: Samples, name: str) -> float | None:
-    samples = metrics.get(name, [])
-    return samples[0][1] if len(samples) == 1 else None
 
 
 def thread_states(metrics: Samples) -> list[tuple[str, str]]:

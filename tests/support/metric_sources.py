@@ -67,6 +67,8 @@ SIDECAR_FAMILIES: Mapping[str, frozenset[str]] = {
     "ksmon_sidecar_restoring_tasks": _INSTANCE,
     "ksmon_sidecar_task_restore_remaining_records": _INSTANCE | {"task"},
     "ksmon_sidecar_state_dir_bytes": _INSTANCE,
+    "ksmon_sidecar_state_volume_size_bytes": _INSTANCE,
+    "ksmon_sidecar_state_volume_available_bytes": _INSTANCE,
 }
 
 # Series Prometheus makes itself. ALERTS carries each alert's own labels, so any label goes.

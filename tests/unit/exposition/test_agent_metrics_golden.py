@@ -156,6 +156,8 @@ def sidecar_info() -> SidecarInfo:
         state_dir="/var/lib/kafka-streams/app",
         state_dir_readable=True,
         state_dir_bytes=123456,
+        state_volume_size_bytes=10737418240,
+        state_volume_available_bytes=4294967296,
     )
 
 
