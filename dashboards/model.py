@@ -3,7 +3,9 @@
 Every panel gets the ``datasource`` variable, a unit and a description by
 construction, and rows are laid out on Grafana's 24-column grid here, so the
 dashboard modules only say what to show. The JSON targets Grafana 10 and
-later (schema version 39).
+later (schema version 39) and has the types Grafana publishes for it
+(``@grafana/schema``, checked by a test with dashboards/typecheck/): no field
+those types lack, and every option a panel plugin's schema requires.
 """
 
 from collections.abc import Mapping, Sequence
@@ -146,7 +148,6 @@ _DATASOURCE_VARIABLE: JsonObject = {
     "description": "The Prometheus that scrapes ksmon's agent, sidecars and aggregation job.",
     "type": "datasource",
     "query": "prometheus",
-    "current": {},
     "hide": 0,
     "includeAll": False,
     "multi": False,
@@ -172,24 +173,24 @@ def _link_json(link: DashboardLink) -> JsonObject:
 
 
 def _variable_json(v: Variable) -> JsonObject:
-    return {
+    variable: JsonObject = {
         "name": v.name,
         "label": v.label,
         "description": v.description,
         "type": "query",
         "datasource": DATASOURCE,
         "query": {"query": v.query, "refId": "StandardVariableQuery"},
-        "definition": v.query,
-        "current": {},
         "hide": 0,
         "multi": v.multi,
         "includeAll": v.multi,
-        "allValue": ".*" if v.multi else None,
         "options": [],
         "refresh": 2,  # on time range change: new groups and instances show up
         "regex": "",
         "sort": 1,
     }
+    if v.multi:  # the schema types allValue as a string: absent, not null, when unused
+        variable["allValue"] = ".*"
+    return variable
 
 
 def _layout(rows: Sequence[Row]) -> list[JsonObject]:
@@ -344,14 +345,22 @@ def _options(panel: Panel) -> JsonObject:
             "justifyMode": "auto",
             "orientation": "auto",
             "textMode": "auto",
+            "wideLayout": True,
+            "showPercentChange": False,
+            "percentChangeColorMode": "standard",
         }
     if panel.kind == "table":
-        return {"showHeader": True, "cellHeight": "sm", "footer": {"show": False}}
+        return {"showHeader": True, "cellHeight": "sm", "frameIndex": 0}
     return {
         "mergeValues": True,
         "showValue": "never",
         "alignValue": "left",
         "rowHeight": 0.9,
-        "legend": {"displayMode": "list", "placement": "bottom", "showLegend": True},
+        "legend": {
+            "displayMode": "list",
+            "placement": "bottom",
+            "showLegend": True,
+            "calcs": [],
+        },
         "tooltip": {"mode": "single", "sort": "none"},
     }

@@ -86,7 +86,7 @@ def variable_queries() -> list[VariableQuery]:
         for variable in dashboard["templating"]["list"]:
             if variable["type"] != "query":
                 continue
-            match = _LABEL_VALUES.match(variable["definition"])
+            match = _LABEL_VALUES.match(variable["query"]["query"])
             if match is None:
                 raise AssertionError(f"{uid}: variable {variable['name']} is not label_values()")
             found.append(VariableQuery(uid, variable["name"], match[1], match[2]))

@@ -58,7 +58,7 @@ def test_every_dashboard_has_a_datasource_variable_and_cluster_variable(uid: str
     for v in variables.values():
         if v["type"] == "query":
             assert v["datasource"] == DATASOURCE
-            assert v["definition"].startswith("label_values(")
+            assert v["query"]["query"].startswith("label_values(")
 
 
 def test_fleet_has_a_group_variable_and_the_application_dashboard_an_application_one() -> None:
