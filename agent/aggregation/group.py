@@ -8,7 +8,8 @@ findings. A step takes the group's new polls in event-time order; each one
 joins its series' window (shared parts with the poll before it, older polls
 aged, the window trimmed to ``DetectorsConfig.history_retention``) and is
 judged by every rule over that window; hysteresis then turns the rules'
-judgements into open, update and close events. A poll of a series that was
+judgements into open, update and close events (a rule's ``cleared`` subjects
+close at once). A poll of a series that was
 already judged at a later time (late data, a re-delivered record) joins the
 window for the look-backs but is not judged; one the window already holds is
 dropped.
@@ -19,7 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from agent.aggregation.facts import Poll
-from agent.aggregation.hysteresis import Candidate, Coverage, HysteresisState, advance
+from agent.aggregation.hysteresis import (
+    Candidate,
+    Clearance,
+    Coverage,
+    HysteresisState,
+    advance,
+)
 from agent.aggregation.rules import GROUP_RULES, Verdict, judge_poll
 from agent.aggregation.rules.base import Rule
 from agent.aggregation.tuples import Thawed
@@ -105,9 +112,14 @@ def step(
         verdicts.append((agent, verdict))
         held: list[Candidate] = []
         judged: list[Coverage] = []
+        cleared: list[Clearance] = []
         for judgement in verdict.judgements:
             if judgement.judged:
                 judged.append(Coverage(cluster, group, agent, poll.t, judgement.kind))
+            cleared += [
+                Clearance(cluster, group, agent, poll.t, judgement.kind, subject)
+                for subject in judgement.cleared
+            ]
             for f in judgement.found:
                 held.append(
                     Candidate(
@@ -125,7 +137,7 @@ def step(
                 )
         # Poll by poll, so the next poll's rules see what this one opened.
         state.hysteresis, opened = advance(
-            state.hysteresis, held, judged, close_after=params.evaluation_window
+            state.hysteresis, held, judged, close_after=params.evaluation_window, cleared=cleared
         )
         events += opened
         candidates += held

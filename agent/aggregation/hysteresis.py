@@ -5,7 +5,10 @@ keeps holding, and closes at the first evaluation, by any agent's series of
 its group that could judge its kind, that comes a full ``close_after``
 (the evaluation window) after the rule last held. A rule that cannot judge
 (a group mid-rebalance, say) neither holds nor fails, so it never closes a
-finding by itself.
+finding by itself. A rule that sees its finding positively over (an instance
+back with all its threads, a group whose members commit again) says so with a
+``Clearance``: the finding closes at that evaluation, without waiting the
+window, unless another series held it within the window.
 
 While open, a finding follows the newest evaluation: its severity, text,
 evidence and ``last_seen`` are the latest the rule gave, except that a
@@ -65,6 +68,23 @@ class Coverage:
 
 
 @dataclass(frozen=True, slots=True)
+class Clearance:
+    """At ``t`` the ``kind`` rule saw, on ``agent``'s view, that its finding for ``subject``
+    is over: not merely not holding (which closes only after the evaluation window), but
+    positively resolved (an instance back with its threads, members committing again)."""
+
+    cluster: str
+    group: str
+    agent: str
+    t: float
+    kind: str
+    subject: FindingSubject
+
+    def key(self) -> str:
+        return f"{self.cluster}/{self.group}/{self.kind}/{self.subject.key}"
+
+
+@dataclass(frozen=True, slots=True)
 class HysteresisState:
     open: tuple[Finding, ...] = ()
     # (cluster, group, agent, the latest event time evaluated) per series.
@@ -112,8 +132,13 @@ def advance(
     coverage: Iterable[Coverage],
     *,
     close_after: float,
+    cleared: Iterable[Clearance] = (),
 ) -> tuple[HysteresisState, list[FindingEvent]]:
     """Apply one batch of evaluations; return the new state and the events, in time order.
+
+    A finding closes at the first judged instant a full ``close_after`` after it last
+    held; or at once at a ``cleared`` instant that does not hold it, unless another series
+    held it within ``close_after`` (its view has not said it is over).
 
     (A group no longer polled at all is forgotten by the job, ``bucket.expire``.)
     """
@@ -130,6 +155,12 @@ def advance(
         kinds_at[instant].add(candidate.kind)
         merged = held_at[instant]
         merged[candidate.key()] = _merge(merged.get(candidate.key()), candidate)
+    cleared_at: dict[_Instant, set[str]] = defaultdict(set)
+    for clearance in cleared:
+        if clearance.t > until.get((clearance.cluster, clearance.group, clearance.agent), -1e300):
+            instant = _Instant(clearance.t, clearance.cluster, clearance.group, clearance.agent)
+            kinds_at.setdefault(instant, set())
+            cleared_at[instant].add(clearance.key())
 
     open_now = {f.key: f for f in state.open}
     # A finding opened before ``reported`` was kept: its opening is its last event.
@@ -150,13 +181,16 @@ def advance(
                 reported[key] = (event.at, event.finding.explanation)
                 events.append(event)
         judged = kinds_at[instant]
+        over = cleared_at.get(instant, set())
         for key, finding in sorted(open_now.items()):
             if (
                 finding.cluster == instant.cluster
                 and finding.group == instant.group
-                and finding.kind in judged
                 and key not in held
-                and instant.t - finding.last_seen >= close_after
+                and (
+                    (finding.kind in judged and instant.t - finding.last_seen >= close_after)
+                    or (key in over and not _held_elsewhere(holders[key], instant, close_after))
+                )
             ):
                 events.append(FindingEvent.of("close", instant.t, finding))
                 del open_now[key]
@@ -188,6 +222,15 @@ def _merge(current: Candidate | None, new: Candidate) -> Candidate:
     if _RANK.get(new.severity, 99) < _RANK.get(current.severity, 99):
         return replace(new, since=min(new.since, current.since))
     return replace(current, since=min(new.since, current.since))
+
+
+def _held_elsewhere(
+    holders: dict[str, tuple[float, str]], instant: _Instant, window: float
+) -> bool:
+    """Whether a series other than the one that cleared the finding held it lately."""
+    return any(
+        agent != instant.agent and instant.t - t < window for agent, (t, _) in holders.items()
+    )
 
 
 def _outranked(holders: dict[str, tuple[float, str]], candidate: Candidate, window: float) -> bool:

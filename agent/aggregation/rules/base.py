@@ -12,7 +12,9 @@ share (rates and loads, computed once per evaluation), and says:
   threads cannot while the group rebalances and members come undecoded):
   a rule that cannot judge neither holds nor fails, so it never closes a
   finding by itself;
-* ``gauges``: values for /metrics (restore progress, rebalance counts, ...).
+* ``gauges``: values for /metrics (restore progress, rebalance counts, ...);
+* ``cleared``: subjects whose open finding of its kind it sees positively over
+  (not merely not holding now): hysteresis closes those at once.
 
 Rules never read a clock, never import pyspark, and sort whatever they list,
 so the same polls always give the same findings (the job relies on it to
@@ -71,6 +73,8 @@ class Judgement:
     judged: bool
     found: tuple[Found, ...] = ()
     gauges: tuple[Gauge, ...] = ()
+    # Subjects whose finding is over by positive evidence: closed now, not a window later.
+    cleared: tuple[FindingSubject, ...] = ()
 
 
 @dataclass

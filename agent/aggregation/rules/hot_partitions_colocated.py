@@ -22,8 +22,11 @@ other destination beats. When no single move lowers the maximum, none is advised
 - ``destination_would_be_as_busy``: this holder is the busiest, but any of its units
   would leave the least loaded other holder at least as busy.
 
-``limited_by`` names that other holder. A move counts as lowering the maximum when it
-does so at the precision the explanation shows (0.1 records/s).
+``limited_by`` names that other holder. A thread's pile that no move helps, on an
+instance whose instance-level finding names a move, is no finding of its own: it is
+folded into the instance's (``folded_members``), whose move is what to do about it.
+A move counts as lowering the maximum when it does so at the precision the explanation
+shows (0.1 records/s).
 
 Judged at Stable polls (members fully described); a finding on the rates of another
 poll counts as judged too.
@@ -95,7 +98,18 @@ def judge(ev: Evaluation) -> Judgement:
     heat = _heat(ev)
     if heat is None:
         return Judgement(KIND, judged=now.stable)
-    found = [*_member_level(ev, heat), *_instance_level(ev, heat)]
+    members, instances = _member_level(ev, heat), _instance_level(ev, heat)
+    # A thread's pile that no move helps, on an instance whose own finding names the move,
+    # is folded into that finding: a warning of its own would page for nothing to do.
+    moving = {pile.holder.process for pile in instances if pile.advice.move is not None}
+    folded: dict[str | None, list[_Pile]] = {}
+    found: list[Found] = []
+    for pile in members:
+        if pile.advice.move is None and pile.holder.process in moving:
+            folded.setdefault(pile.holder.process, []).append(pile)
+        else:
+            found.append(_member_found(pile, heat))
+    found += [_instance_found(p, heat, folded.get(p.holder.process, [])) for p in instances]
     return Judgement(KIND, judged=now.stable or bool(found), found=tuple(found))
 
 
@@ -113,7 +127,7 @@ def _heat(ev: Evaluation) -> _Heat | None:
     return _Heat(middle, threshold)
 
 
-def _member_level(ev: Evaluation, heat: _Heat) -> list[Found]:
+def _member_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
     rates = ev.rates
     units: dict[str, list[UnitRate]] = {}
     for u in rates.units:
@@ -130,10 +144,10 @@ def _member_level(ev: Evaluation, heat: _Heat) -> list[Found]:
         )
         for m in rates.members
     ]
-    return [_member_found(pile, heat) for pile in _piles(holders, heat.threshold)]
+    return _piles(holders, heat.threshold)
 
 
-def _instance_level(ev: Evaluation, heat: _Heat) -> list[Found]:
+def _instance_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
     """Instances are Streams processes: members with a known process id, summed. (Outside
     Kafka Streams a consumer is its own instance: the member level says it all.)"""
     loads: dict[str, float] = {}
@@ -148,7 +162,7 @@ def _instance_level(ev: Evaluation, heat: _Heat) -> list[Found]:
         _Holder(process, load, process, None, units.get(process, ()))
         for process, load in sorted(loads.items())
     ]
-    return [_instance_found(pile, heat) for pile in _piles(holders, heat.threshold)]
+    return _piles(holders, heat.threshold)
 
 
 def _piles(holders: Sequence[_Holder], threshold: float) -> list[_Pile]:
@@ -317,7 +331,17 @@ def _member_found(pile: _Pile, heat: _Heat) -> Found:
     )
 
 
-def _instance_found(pile: _Pile, heat: _Heat) -> Found:
+def _folded_words(folded: Sequence[_Pile]) -> str:
+    """The clause on the threads whose piles the instance's move is the answer for."""
+    return "".join(
+        f"; {_member_name(f.holder)} holds {', '.join(u.unit for u in f.hot)}, which no "
+        "move of its own helps: this move is the one"
+        for f in folded
+    )
+
+
+def _instance_found(pile: _Pile, heat: _Heat, folded: Sequence[_Pile]) -> Found:
+    """``folded``: the piles of this instance's threads that no move of their own helps."""
     h, advice = pile.holder, pile.advice
     move = advice.move
     suggested: JsonObject | None = None
@@ -336,7 +360,8 @@ def _instance_found(pile: _Pile, heat: _Heat) -> Found:
         FindingSubject(process=h.process),
         f"instance {h.process} holds {len(pile.hot)} hot {_unit_words(pile)[1]} "
         f"({', '.join(u.unit for u in pile.hot)}) while another instance holds none; "
-        + _advice_clause(pile, "instance", _instance_name),
+        + _advice_clause(pile, "instance", _instance_name)
+        + _folded_words(folded),
         {
             "level": "instance",
             "process": h.process,
@@ -352,5 +377,13 @@ def _instance_found(pile: _Pile, heat: _Heat) -> Found:
             "limited_by": _limited_by(
                 pile, {"process": other.process} if other is not None else {}
             ),
+            "folded_members": [
+                {
+                    **_member_identity(f.holder),
+                    "hot_units": _hot_units(f),
+                    "no_move_reason": f.advice.no_move_reason,
+                }
+                for f in folded
+            ],
         },
     )

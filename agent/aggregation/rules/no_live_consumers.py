@@ -18,7 +18,9 @@ lag is not shrinking (input still arriving, or a backlog nobody reads),
 however long that is: the look-back bounds what the rule reads to open it,
 not how long an outage stays true. It closes when a member returns, when the
 lag shrinks (someone consumes, or the offsets were reset forward), or with
-the group (deleted, no longer polled).
+the group (deleted, no longer polled): an evaluation window after it last
+held, or at once when members are in the group at two polls in a row and
+have committed since its last poll without members (``_consuming_again``).
 
 Judged at every poll except one that sees the group Empty for less than
 ``thread_death_grace``: there it cannot yet tell a member's brief re-join from
@@ -44,8 +46,8 @@ def _generation(poll: Poll) -> int | None:
 
 def judge(ev: Evaluation) -> Judgement:
     p, w, now = ev.params, ev.window, ev.now
-    if now.members:
-        return Judgement(KIND, judged=True)  # it holds only without a member (below)
+    if now.members:  # it holds only without a member (below)
+        return Judgement(KIND, judged=True, cleared=_consuming_again(ev))
     emptied_at = w.run_start(lambda poll: poll.member_count == 0)
     if now.member_count == 0 and now.t - emptied_at < p.thread_death_grace:
         return Judgement(KIND, judged=False)
@@ -114,6 +116,27 @@ def judge(ev: Evaluation) -> Judgement:
         },
     )
     return Judgement(KIND, judged=True, found=(found,))
+
+
+def _consuming_again(ev: Evaluation) -> tuple[FindingSubject, ...]:
+    """The group, when its finding is open and members are back at this poll and the one
+    before, having committed since its last poll without members: the app is back, and
+    the finding closes now rather than a window later. Two polls, so that one snapshot
+    catching a looping member between its re-join and its time-out does not close it."""
+    previous = ev.window.previous
+    if not ev.is_open(KIND) or previous is None or not previous.members:
+        return ()
+    empty = next((q for q in ev.window.reversed() if q.member_count == 0), None)
+    if empty is None or empty.partitions is None or ev.now.partitions is None:
+        return ()
+    before = {(p.topic, p.partition): p.committed for p in empty.partitions}
+    committed_now = committed_then = 0
+    for p in ev.now.partitions:
+        then = before.get((p.topic, p.partition))
+        if p.committed is not None and then is not None:
+            committed_now += p.committed
+            committed_then += then
+    return (FindingSubject(),) if committed_now > committed_then else ()
 
 
 def _last_seen_when_opened(ev: Evaluation) -> float | None:

@@ -30,6 +30,15 @@ thread alive opened "runs 1 of its 2 stream threads ... look for the uncaught
 exception" and "all its stream threads died". A thread that really died during
 a loop is found once the loop's finding has closed.
 
+A broker finding closes at once (``Judgement.cleared``) at a Stable poll that shows
+its instance back with every thread it ran over the look-back, loop or not: an
+instance stopped on purpose and started under the same process id re-joins under new
+member ids, and waiting for the broker's view to be judged again would keep the
+finding open for as long as the restart's rebalances keep a loop open, and a window
+after. An instance gone closes so too when a successor, new since it was last seen,
+runs on its host or under its base client id and the group has its most instances
+again (a restart under a new process id).
+
 From a sidecar (authoritative, next to the instance): ``alive-stream-threads``
 below the expected count (configured, else the most seen), the client in
 ERROR / NOT_RUNNING / PENDING_ERROR, a thread in DEAD, or the instance having
@@ -53,6 +62,8 @@ from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement
 from agent.aggregation.rules.instances import InstanceNames
 from agent.aggregation.window import SeriesWindow
 from agent.model.findings import FindingSubject
+from agent.model.records import JsonObject
+from agent.streams.client_id import parse_stream_thread_client_id
 
 KIND = "stream_threads_dead"
 REBALANCE_LOOP = "rebalance_loop"
@@ -77,12 +88,13 @@ def judge(ev: Evaluation) -> Judgement:
     # poll-timeout loop opened a warning "look for the uncaught exception" on an
     # instance whose threads all lived). The loop's finding says why they are out; a
     # thread still out once the loop is over died. Not judged meanwhile, so a finding
-    # open from before stays open (rebalance_loop judges this poll first).
+    # open from before stays open (rebalance_loop judges this poll first), unless its
+    # instance is back with its threads (``_back``).
     loop = ev.is_open(REBALANCE_LOOP)
     found: list[Found] = []
     gauges: list[Gauge] = []
-    if now.stable:
-        broker = _BrokerView.of(ev.window, ev.params.thread_history)
+    broker = _BrokerView.of(ev.window, ev.params.thread_history) if now.stable else None
+    if broker is not None:
         if not loop:
             found += _partial_loss(ev, broker)
             found += _instance_gone(ev, broker)
@@ -103,7 +115,10 @@ def judge(ev: Evaluation) -> Judgement:
                 )
             )
     judged = sidecar is not None or not loop
-    return Judgement(KIND, judged=judged, found=tuple(found), gauges=tuple(gauges))
+    # Back is back, loop or not: a Stable generation lists the instance with every thread.
+    holding = {f.subject for f in found}
+    cleared = () if broker is None else tuple(s for s in _back(ev, broker) if s not in holding)
+    return Judgement(KIND, judged=judged, found=tuple(found), gauges=tuple(gauges), cleared=cleared)
 
 
 # -- the broker's view -----------------------------------------------------------------
@@ -168,6 +183,29 @@ class _BrokerView:
             if poll.stable:
                 seen.update(_threads_at(poll, self.threads_at).get(process, ()))
         return sorted(seen)
+
+    def whereabouts(self, process: str) -> JsonObject:
+        """Where ``process`` ran at its newest Stable poll of the look-back: its members'
+        host and base client id (None when they differ or are unknown)."""
+        for poll in reversed(self.history):
+            members = [m for m in poll.members if poll.stable and m.process == process]
+            if members:
+                hosts = {m.host for m in members}
+                bases = {_base_client_id(m.client_id) for m in members}
+                return {
+                    "host": hosts.pop() if len(hosts) == 1 else None,
+                    "client_id_base": bases.pop() if len(bases) == 1 else None,
+                }
+        return {"host": None, "client_id_base": None}
+
+    def first_seen(self) -> dict[str, float]:
+        """Each instance's oldest Stable poll of the look-back."""
+        first: dict[str, float] = {}
+        for poll in self.history:
+            if poll.stable:
+                for process in _threads_at(poll, self.threads_at):
+                    first.setdefault(process, poll.t)
+        return first
 
     def sightings(self) -> "_Sightings":
         """When each stream thread and instance was last in the group at any poll of the
@@ -252,6 +290,11 @@ def _threads_at(poll: Poll, cache: dict[int, Threads]) -> Threads:
     return threads
 
 
+def _base_client_id(client_id: str) -> str | None:
+    parsed = parse_stream_thread_client_id(client_id)
+    return parsed.base_client_id if parsed is not None else None
+
+
 def _partial_loss(ev: Evaluation, broker: _BrokerView) -> list[Found]:
     found = []
     grace = ev.params.thread_death_grace
@@ -327,11 +370,49 @@ def _instance_gone(ev: Evaluation, broker: _BrokerView) -> list[Found]:
                     "last_seen_at": last_seen,
                     "instances_now": instances_now,
                     "instances_max_in_window": broker.instances_max,
+                    **broker.whereabouts(process),
                 },
                 since=last_seen,
             )
         )
     return found
+
+
+def _back(ev: Evaluation, broker: _BrokerView) -> list[FindingSubject]:
+    """The instances of the broker's open findings that this Stable poll shows back with
+    every thread they ran within the look-back, or replaced by their successor."""
+    back = []
+    for finding in ev.open_findings:
+        process = finding.subject.process
+        if finding.kind != KIND or process is None or finding.evidence.get("source") != "broker":
+            continue
+        threads = broker.now.get(process)
+        if threads is not None:
+            if len(threads) >= broker.threads_max[process]:
+                back.append(finding.subject)
+        elif _succeeded(broker, finding.evidence):
+            back.append(finding.subject)
+    return sorted(back, key=lambda subject: subject.key)
+
+
+def _succeeded(broker: _BrokerView, gone: JsonObject) -> bool:
+    """Whether an instance new since the gone one was last seen runs where it ran (its
+    host or base client id) and the group has its most instances again: a restart under
+    a new process id (its state directory wiped, or none kept)."""
+    if len(broker.now) < broker.instances_max:
+        return False
+    last_seen = gone.get("last_seen_at")
+    host, base = gone.get("host"), gone.get("client_id_base")
+    if not isinstance(last_seen, int | float) or (not host and not base):
+        return False
+    first_seen = broker.first_seen()
+    for process in broker.now:
+        if first_seen.get(process, broker.window.t) <= last_seen:
+            continue  # it ran beside the gone instance: not its successor
+        where = broker.whereabouts(process)
+        if (host and where["host"] == host) or (base and where["client_id_base"] == base):
+            return True
+    return False
 
 
 # -- what a sidecar says ---------------------------------------------------------------

@@ -5,7 +5,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agent.aggregation.hysteresis import Candidate, Coverage, HysteresisState, advance
+from agent.aggregation.hysteresis import (
+    Candidate,
+    Clearance,
+    Coverage,
+    HysteresisState,
+    advance,
+)
 from agent.model.findings import FindingSubject
 
 WINDOW = 60.0
@@ -189,3 +195,37 @@ def test_events_carry_a_deterministic_id_and_the_finding() -> None:
     assert event.event_id == again[0].event_id
     assert event.finding.key == "c/g/stream_threads_dead/process=pA"
     assert event.finding.since == 10
+
+
+def cleared(t: float, agent: str = "a") -> Clearance:
+    return Clearance("c", "g", agent, t, KIND, FindingSubject(process="pA"))
+
+
+@pytest.mark.parametrize(
+    ("holders", "clear_at", "expected"),
+    [
+        pytest.param(
+            [held(10), held(20)],
+            cleared(30),
+            [("open", 10), ("close", 30)],
+            id="a finding its rule sees over closes at once, not a window later",
+        ),
+        pytest.param(
+            [held(10), held(20, agent="sidecar")],
+            cleared(30),
+            [("open", 10)],
+            id="not while another series held it within the window (its view is not over)",
+        ),
+        pytest.param(
+            [held(10), held(30)],
+            cleared(30),
+            [("open", 10)],
+            id="not at an instant that holds it",
+        ),
+    ],
+)
+def test_a_cleared_finding_closes_at_once(
+    holders: list[Candidate], clear_at: Clearance, expected: list[tuple[str, float]]
+) -> None:
+    _, events = advance(HysteresisState(), holders, [], close_after=WINDOW, cleared=[clear_at])
+    assert [(e.event, e.at) for e in events] == expected

@@ -2,8 +2,8 @@ import pytest
 
 from agent.aggregation.hysteresis import HysteresisState, advance
 from agent.config.schema import DetectorsConfig
-from tests.unit.aggregation.cases import T0, Case
-from tests.unit.aggregation.cases.no_live_consumers import CASES, KIND
+from tests.unit.aggregation.cases import T0, Case, Closing, open_close_events
+from tests.unit.aggregation.cases.no_live_consumers import CASES, CLOSING, KIND
 from tests.unit.aggregation.conftest import DetectorResults
 from tests.unit.aggregation.detector_checks import verify
 
@@ -11,6 +11,11 @@ from tests.unit.aggregation.detector_checks import verify
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_no_live_consumers(case: Case, detector_results: DetectorResults) -> None:
     verify(case, detector_results)
+
+
+@pytest.mark.parametrize("case", CLOSING, ids=lambda c: c.name)
+def test_no_live_consumers_closes(case: Closing) -> None:
+    assert open_close_events(case) == list(case.events), case.why
 
 
 def _judged(results: DetectorResults, group: str) -> set[float]:

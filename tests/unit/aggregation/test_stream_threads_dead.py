@@ -6,9 +6,10 @@ from agent.aggregation.rules.base import Evaluation
 from agent.aggregation.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
 from agent.model import MemberInfo
+from agent.model.findings import Finding, FindingSubject
 from tests.support.snapshots import partition, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, times
-from tests.unit.aggregation.cases.stream_threads_dead import CASES
+from tests.unit.aggregation.cases import T0, Case, Closing, open_close_events, times
+from tests.unit.aggregation.cases.stream_threads_dead import CASES, CLOSING
 from tests.unit.aggregation.conftest import DetectorResults
 from tests.unit.aggregation.detector_checks import verify
 
@@ -16,6 +17,11 @@ from tests.unit.aggregation.detector_checks import verify
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_stream_threads_dead(case: Case, detector_results: DetectorResults) -> None:
     verify(case, detector_results)
+
+
+@pytest.mark.parametrize("case", CLOSING, ids=lambda c: c.name)
+def test_stream_threads_dead_closes(case: Closing) -> None:
+    assert open_close_events(case) == list(case.events), case.why
 
 
 @pytest.mark.parametrize("group", ["threads-poll-timeout-loop", "threads-out-for-long-in-a-loop"])
@@ -66,3 +72,49 @@ def test_a_thread_in_the_group_between_stable_polls_is_not_dead() -> None:
 
 def test_a_thread_never_seen_again_is_dead() -> None:
     assert _judged_alone(listed_between=False) == [("warning", "pA")]
+
+
+def _judged_while_looping(pb_threads: tuple[int, ...]) -> tuple[bool, list[str | None]]:
+    """pB left at 100 s and re-joined at 250 s with ``pb_threads``, while a rebalance_loop
+    finding is open on the group and pB's info from before is still open: whether the
+    rule judged the last poll, and which instances it saw back."""
+    polls = []
+    for t in times(0, 300, 10):
+        s = t - T0
+        members = [streams_member("pA", 1), streams_member("pA", 2)]
+        if s < 100 or s >= 250:
+            members += [streams_member("pB", i) for i in (pb_threads if s >= 250 else (1, 2))]
+        snap = snapshot("looping", t, members=members, partitions=[partition("in", 0, 9)])
+        polls.append(decode(snap.to_json())[1])
+
+    def finding(kind: str, severity: str, process: str | None) -> Finding:
+        return Finding(
+            kind=kind,
+            severity=severity,
+            cluster="c",
+            group="looping",
+            subject=FindingSubject(process=process),
+            since=T0 + 150,
+            last_seen=T0 + 240,
+            explanation="",
+            evidence={"source": "broker"},
+        )
+
+    open_findings = (
+        finding("rebalance_loop", "warning", None),
+        finding(stream_threads_dead.KIND, "info", "pB"),
+    )
+    ev = Evaluation(SeriesWindow(polls), DetectorsConfig(), "looping", open_findings=open_findings)
+    judgement = stream_threads_dead.judge(ev)
+    return judgement.judged, [s.process for s in judgement.cleared]
+
+
+def test_an_instance_back_closes_its_finding_while_the_group_loops() -> None:
+    # The restart's rebalances may open a rebalance_loop; the broker's view is not judged
+    # then (a thread out between re-joins looks dead), which kept the info open for as
+    # long as the loop's finding. A Stable poll listing pB with both threads is no guess.
+    assert _judged_while_looping((1, 2)) == (False, ["pB"])
+
+
+def test_an_instance_back_short_of_threads_is_not_back() -> None:
+    assert _judged_while_looping((1,)) == (False, [])

@@ -8,7 +8,10 @@ detectors run through the job's real evaluation path in one Spark job
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from agent.aggregation.facts import decode
+from agent.aggregation.group import GroupState, step
 from agent.aggregation.hysteresis import Candidate
+from agent.config.schema import DetectorsConfig
 from agent.model import Snapshot
 
 T0 = 1_700_000_000.0
@@ -39,6 +42,36 @@ class Case:
     @property
     def when(self) -> float:
         return self.at if self.at is not None else max(s.poll.started_at for s in self.snapshots)
+
+
+@dataclass(frozen=True)
+class Closing:
+    """When a finding of ``kind`` for ``process`` opens and closes: the events of
+    ``snapshots`` judged through ``group.step`` (rules and hysteresis, one series each
+    agent). ``events``: exactly these opens and closes, (event, seconds after T0)."""
+
+    name: str  # also the consumer group's id
+    why: str
+    kind: str
+    snapshots: Sequence[Snapshot]
+    events: Sequence[tuple[str, float]]
+    process: str | None = None
+
+
+def open_close_events(case: Closing) -> list[tuple[str, float]]:
+    """(event, seconds after T0) of the case's findings of its kind and subject."""
+    polls = []
+    for snapshot in case.snapshots:
+        key, poll = decode(snapshot.to_json())
+        polls.append((key.agent, poll))
+    outcome = step(GroupState(), polls, DetectorsConfig(), cluster="c", group=case.name)
+    return [
+        (e.event, e.at - T0)
+        for e in outcome.events
+        if e.finding.kind == case.kind
+        and e.finding.subject.process == case.process
+        and e.event != "update"
+    ]
 
 
 def times(start: float, stop: float, step: float) -> list[float]:

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 from agent.model import Snapshot
 from tests.support.snapshots import partition, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, Expect, explains, times
+from tests.unit.aggregation.cases import T0, Case, Closing, Expect, explains, times
 
 KIND = "no_live_consumers"
 
@@ -175,5 +175,58 @@ CASES = [
             seen_again_at=(200,),
         ),
         expect=[Expect("critical")],
+    ),
+]
+
+
+def _back(group: str, members_at: Callable[[float], bool], commits: bool) -> list[Snapshot]:
+    """Polls every 10 s for 300 s, 20 records a second arriving; one member at the polls
+    ``members_at(s)`` says, the only one until 100 s. ``commits``: the members, back,
+    commit what they read (a restored app), else the offset stays where the outage left
+    it (back, but not consuming yet)."""
+    snapshots = []
+    for t in times(0, 300, 10):
+        s = t - T0
+        end = 1000 + 20 * round(s)
+        alive = members_at(s)
+        committed = end if alive and (s < 100 or commits) else 1000 + 20 * 90
+        snapshots.append(
+            snapshot(
+                group,
+                t,
+                members=[streams_member("pA", 1, {"0_0": [("in", 0)]})] if alive else [],
+                partitions=[partition("in", 0, end=end, committed=committed)],
+                state="Stable" if alive else "Empty",
+            )
+        )
+    return snapshots
+
+
+CLOSING = [
+    Closing(
+        "nolive-back-committing",
+        "down from 100 s (critical at 160 s, the grace over), back at 200 s and committing: "
+        "members at 200 s and 210 s that committed since the outage close it at 210 s, "
+        "the second poll (before: at 250 s, an evaluation window after it last held)",
+        KIND,
+        _back("nolive-back-committing", lambda s: s < 100 or s >= 200, commits=True),
+        events=[("open", 160.0), ("close", 210.0)],
+    ),
+    Closing(
+        "nolive-back-not-committing",
+        "back at 200 s but committing nothing yet (restoring, say): no proof it consumes, "
+        "so it closes the usual way, an evaluation window after it last held (190 s)",
+        KIND,
+        _back("nolive-back-not-committing", lambda s: s < 100 or s >= 200, commits=False),
+        events=[("open", 160.0), ("close", 250.0)],
+    ),
+    Closing(
+        "nolive-one-snapshot-committing",
+        "one poll (200 s) shows a member and an offset committed, Empty again from 210 s "
+        "(a member re-joining in a crash loop, or a noisy snapshot): one poll is not two, "
+        "the finding stays open and no second one opens",
+        KIND,
+        _back("nolive-one-snapshot-committing", lambda s: s < 100 or s == 200, commits=True),
+        events=[("open", 160.0)],
     ),
 ]

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from agent.model import MemberInfo, SidecarInfo, SidecarThread, Snapshot
 from tests.support.snapshots import partition, snapshot, streams_member
-from tests.unit.aggregation.cases import T0, Case, Expect, times
+from tests.unit.aggregation.cases import T0, Case, Closing, Expect, times
 
 KIND = "stream_threads_dead"
 
@@ -322,5 +322,73 @@ CASES = [
             lambda _s: _threads("", 1, 2),
             _unknown_process,
         ),
+    ),
+]
+
+
+def _three_instances(group: str, third: Callable[[float], list[MemberInfo]]) -> list[Snapshot]:
+    """pA and pB (two threads each) all along, and ``third(s)``; every 10 s for 400 s."""
+    return [
+        snapshot(
+            group,
+            t,
+            members=_threads("pA", 1, 2) + _threads("pB", 1, 2) + third(t - T0),
+            partitions=[partition("in", 0, end=1000)],
+        )
+        for t in times(0, 400, 10)
+    ]
+
+
+def _on_host(process: str, generation: str = "", host: str = "/10.0.0.3") -> list[MemberInfo]:
+    return [
+        streams_member(process, i, member_id=f"{process}-{i}{generation}", host=host)
+        for i in (1, 2)
+    ]
+
+
+CLOSING = [
+    Closing(
+        "threads-back-same-process",
+        "pC was stopped on purpose at 100 s (info at 150 s: out for the 60 s grace) and "
+        "started again at 250 s under the same process id, its two threads re-joined under "
+        "new member ids: the first Stable poll listing it with both threads says it is "
+        "back, so the info closes there (before: at 300 s, a full evaluation window after "
+        "it last held)",
+        KIND,
+        _three_instances(
+            "threads-back-same-process",
+            lambda s: [] if 100 <= s < 250 else _on_host("pC", "" if s < 100 else "-new"),
+        ),
+        events=[("open", 150.0), ("close", 250.0)],
+        process="pC",
+    ),
+    Closing(
+        "threads-back-as-successor",
+        "pC stopped at 100 s; at 250 s pD, never seen before, joined on pC's host with two "
+        "threads and the group has its three instances again: pC restarted under a new "
+        "process id (its state directory gone), so pC's info closes at once",
+        KIND,
+        _three_instances(
+            "threads-back-as-successor",
+            lambda s: _on_host("pC") if s < 100 else [] if s < 250 else _on_host("pD"),
+        ),
+        events=[("open", 150.0), ("close", 250.0)],
+        process="pC",
+    ),
+    Closing(
+        "threads-lost-thread-back",
+        "pA lost thread 2 at 100 s (warning at 160 s, after the grace) and a thread 2 "
+        "re-joined at 250 s: pA runs its two threads again, the warning closes at that poll",
+        KIND,
+        _history(
+            "threads-lost-thread-back",
+            lambda s: (
+                _threads("pA", 1, 2, generation="" if s < 100 else "-r")
+                if not 100 <= s < 250
+                else _threads("pA", 1)
+            ),
+        ),
+        events=[("open", 160.0), ("close", 250.0)],
+        process="pA",
     ),
 ]
