@@ -32,9 +32,11 @@ typecheck: $(INSTALLED)
 prometheus-tools:
 	@.ci/install-prometheus
 
-# Rewrites dashboards/grafana/*.json (and their ConfigMaps) from dashboards/*.py.
+# Rewrites dashboards/grafana/*.json (and their ConfigMaps) from dashboards/*.py, and
+# dashboards/alerts/*.rules.yml from their templates and the default alerting values.
 dashboards: $(INSTALLED)
 	$(BIN)/python -m dashboards.generate
+	$(BIN)/python -m dashboards.alert_rules
 
 # deploy/monitoring/ packages dashboards/ for Kubernetes: run after changing a rule
 # file or a dashboard (a test fails while the generated files are stale).
@@ -48,6 +50,16 @@ pytest: $(INSTALLED) prometheus-tools
 	exit $$status
 
 test: lint typecheck prometheus-tools pytest
+
+# The container images (deploy/image/Dockerfile) built with podman on Debian bases
+# made from Debian packages, then run against the test broker: a CI stage of its
+# own, after `make test` (tests/image is outside pytest's default paths). As root.
+.PHONY: test-images
+test-images: $(INSTALLED)
+	@.ci/install-podman
+	@$(BIN)/python -m pytest tests/image; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "make test-images: pytest collected no tests" >&2; exit 1; fi; \
+	exit $$status
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,24 +1,23 @@
-"""The container image definition, as far as it can be checked without a Docker daemon:
-the Dockerfile's files are in the build context, its bases are pinned, its user is the
-one the manifests run as, the Kafka connector matches PySpark, and the two build steps
-written in Python (the agent's requirements, the connector jars) do what the build
-needs. The job image's entrypoint runs a real spark-submit in its driver role, under
-which the job's own session settings (the state store) still apply."""
+"""The container image definition, as far as it can be checked without building it
+(tests/image/ builds and runs both images with podman): the Dockerfile's files are in
+the build context, its bases are pinned build arguments, its user is the one the
+manifests run as, the job's config takes the Kafka source from where the image puts
+it, and the build step written in Python (the requirements of each image) does what
+the build needs. The job image's entrypoint runs a real spark-submit in its driver
+role, under which the job's own session settings (the state store) still apply."""
 
 import os
 import re
 import subprocess
 import sys
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pyspark
 import pytest
+import yaml
 
 from agent.aggregation.session import STATEFUL_CONF
-from agent.embedded.maven import run_maven
-from agent.errors import KsmonError
-from deploy.image.build_helpers import agent_requirements, artifact_name, jars_to_add
+from deploy.image.build_helpers import UnknownExtraError, requirements
 from tests.deploy.manifests import (
     DEPLOY,
     IMAGE_USER,
@@ -33,40 +32,40 @@ from tests.support.environment import unavailable
 
 IMAGE = DEPLOY / "image"
 DOCKERFILE = (IMAGE / "Dockerfile").read_text()
-POM = IMAGE / "spark-kafka-pom.xml"
-_MAVEN = "{http://maven.apache.org/POM/4.0.0}"
 KAFKA_SOURCE = "org.apache.spark.sql.kafka010.KafkaSourceProvider"
 # The settings the job's session gives Spark's state store (RocksDB, its changelog).
 _STATE_STORE_KEYS = frozenset(k for k in STATEFUL_CONF if k.startswith("spark.sql.streaming."))
 
 
-def _pinned_pyspark() -> str:
-    # With or without extras: "pyspark[sql]==4.2.0" (the job's pandas and pyarrow).
-    match = re.search(r'"pyspark(?:\[[^]]*\])?==([0-9.]+)"', (REPO / "pyproject.toml").read_text())
-    assert match, "pyproject.toml pins pyspark exactly"
-    return match[1]
-
-
-def test_the_kafka_connector_is_pysparks_version() -> None:
-    root = ET.parse(POM).getroot()  # noqa: S314 - our own file
-    versions = {
-        d.findtext(f"{_MAVEN}artifactId"): d.findtext(f"{_MAVEN}version")
-        for d in root.iter(f"{_MAVEN}dependency")
-    }
-    assert versions == {"spark-sql-kafka-0-10_2.13": _pinned_pyspark()}
+def test_the_jobs_config_takes_the_kafka_source_from_where_the_image_puts_it() -> None:
+    """The job image holds the Kafka source's jars; a job config without
+    aggregation.spark.jars_dir would fetch them from Maven Central at every start."""
+    (into,) = re.findall(r"kafka_package\s+\\\s*--into (\S+)", DOCKERFILE)
+    job = yaml.safe_load((DEPLOY / "job" / "job.yaml").read_text())
+    assert job["aggregation"]["spark"]["jars_dir"] == into
 
 
 def test_base_images_are_pinned_to_exact_versions() -> None:
     images = dict(re.findall(r"^ARG (\w+_IMAGE)=(\S+)$", DOCKERFILE, re.MULTILINE))
-    assert set(images) == {"PYTHON_IMAGE", "JAVA_IMAGE", "MAVEN_IMAGE"}
+    assert set(images) == {"PYTHON_IMAGE", "JAVA_IMAGE"}
     for image in images.values():
         tag = image.partition(":")[2]
         assert re.match(r"\d+\.\d+\.\d+", tag), f"{image}: pin a full version, not {tag!r}"
     assert images["PYTHON_IMAGE"].startswith("python:3.11.")
     assert re.match(r"eclipse-temurin:17\.\d+\.\d+_\d+-jre", images["JAVA_IMAGE"])
-    # Every FROM is a pinned ARG image or an earlier stage.
+    # Every FROM is a base argument or an earlier stage.
     for base in re.findall(r"^FROM (\S+)", DOCKERFILE, re.MULTILINE):
         assert base.startswith("${") or base in re.findall(r" AS ([\w-]+)$", DOCKERFILE, re.M)
+    # The local bases the image tests build on are the ones make-debian-bases makes.
+    script = (IMAGE / "make-debian-bases").read_text()
+    for tag in ("localhost/ksmon-base-python:", "localhost/ksmon-base-jre:"):
+        assert tag in script
+
+
+def test_the_base_image_script_is_valid_bash() -> None:
+    script = IMAGE / "make-debian-bases"
+    assert os.access(script, os.X_OK)
+    subprocess.run(["bash", "-n", str(script)], check=True)
 
 
 def test_both_targets_run_as_the_unprivileged_user_the_manifests_expect() -> None:
@@ -139,101 +138,76 @@ def test_the_entrypoint_is_executable() -> None:
     assert os.access(IMAGE / "spark-entrypoint.sh", os.X_OK)
 
 
-def test_the_agent_image_gets_every_dependency_but_pyspark() -> None:
-    requirements = agent_requirements((REPO / "pyproject.toml").read_text())
-    names = {re.match(r"[A-Za-z0-9_.-]+", r)[0].lower() for r in requirements}  # type: ignore[index]
-    assert "pyspark" not in names
+PYPROJECT = (REPO / "pyproject.toml").read_text()
+JOB_ONLY = {"pyspark", "numpy", "pandas", "pyarrow"}
+
+
+def _names(listed: list[str]) -> set[str]:
+    return {re.match(r"[A-Za-z0-9_.-]+", r)[0].lower() for r in listed}  # type: ignore[index]
+
+
+def test_the_agent_image_gets_the_lean_install() -> None:
+    names = _names(requirements(PYPROJECT))
+    assert not names & JOB_ONLY
     assert {"kafka-python", "prometheus-client", "pyyaml"} <= names
 
 
-# Each case: a jar file name and the Maven artifact it holds.
-ARTIFACTS = [
-    ("kafka-clients-3.9.2.jar", "kafka-clients"),
-    ("spark-sql-kafka-0-10_2.13-4.2.0.jar", "spark-sql-kafka-0-10_2.13"),
-    ("scala-parallel-collections_2.13-1.2.0.jar", "scala-parallel-collections_2.13"),
-    ("zstd-jni-1.5.6-4.jar", "zstd-jni"),  # a dash inside the version
-    ("netty-codec-4.1.118.Final.jar", "netty-codec"),
-    ("commons-pool2-2.13.1.jar", "commons-pool2"),  # a digit ending the name
-    ("no-version.jar", "no-version"),
-]
+def test_the_job_image_gets_the_aggregate_extra_too() -> None:
+    names = _names(requirements(PYPROJECT, ["aggregate"]))
+    assert {"pyspark", "numpy", "pandas", "kafka-python"} <= names
 
 
-@pytest.mark.parametrize(("jar", "artifact"), ARTIFACTS)
-def test_artifact_names_come_from_jar_file_names(jar: str, artifact: str) -> None:
-    assert artifact_name(jar) == artifact
+def test_an_extra_naming_the_project_brings_that_extras_dependencies() -> None:
+    pyproject = """
+[project]
+name = "ksmon"
+dependencies = ["a"]
+[project.optional-dependencies]
+job = ["b", "a"]
+dev = ["KSmon[job]", "c"]
+"""
+    assert requirements(pyproject, ["dev"]) == ["a", "b", "c"]
 
 
-def test_jars_spark_already_ships_are_not_added_in_a_second_version() -> None:
-    added = jars_to_add(
-        ["kafka-clients-3.9.2.jar", "lz4-java-1.10.1.jar", "commons-pool2-2.13.1.jar"],
-        ["lz4-java-1.11.0.jar", "commons-pool-1.5.4.jar"],
-    )
-    # lz4-java: Spark's own version wins; commons-pool (v1) is another artifact.
-    assert added == ["commons-pool2-2.13.1.jar", "kafka-clients-3.9.2.jar"]
-
-
-@pytest.fixture(scope="module")
-def connector_jars(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The connector's runtime jars, resolved from the image's pom by real Maven."""
-    jars = tmp_path_factory.mktemp("connector-jars")
-    try:
-        run_maven(
-            POM,
-            ["dependency:copy-dependencies"],
-            {"includeScope": "runtime", "outputDirectory": str(jars)},
-            purpose="resolving the Spark Kafka connector",
-        )
-    except KsmonError as e:
-        unavailable("Maven (resolving the Spark Kafka connector)", e)
-    return jars
-
-
-@pytest.fixture(scope="module")
-def spark_home(connector_jars: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """PySpark's Spark, as the job image lays it out: its own jars plus the connector's
-    that ``add-jars`` lets through (links, not copies, of the installed files)."""
-    installed = Path(pyspark.__file__).parent
-    home = tmp_path_factory.mktemp("spark-home")
-    for entry in installed.iterdir():
-        if entry.name != "jars":
-            (home / entry.name).symlink_to(entry)
-    (home / "jars").mkdir()
-    for jar in (installed / "jars").glob("*.jar"):
-        (home / "jars" / jar.name).symlink_to(jar)
-    # The way the Dockerfile runs it: the script, with the standard library only.
-    helper = IMAGE / "build_helpers.py"
-    subprocess.run(
-        [sys.executable, str(helper), "add-jars", str(connector_jars), str(home / "jars")],
+def test_an_unknown_extra_is_an_error_naming_the_known_ones() -> None:
+    with pytest.raises(UnknownExtraError, match=r"no extra 'agregate' \(extras: aggregate, dev\)"):
+        requirements(PYPROJECT, ["agregate"])
+    helper = [sys.executable, str(IMAGE / "build_helpers.py"), "requirements"]
+    run = subprocess.run(
+        [*helper, str(REPO / "pyproject.toml"), "agregate"],
         capture_output=True,
-        check=True,
+        text=True,
+        check=False,
     )
-    return home
+    assert (run.returncode, run.stdout) == (1, "")
+    assert run.stderr.count("\n") == 1, "one line, no traceback"
 
 
-@pytest.mark.integration
-def test_add_jars_adds_the_connector_and_nothing_spark_has(spark_home: Path) -> None:
-    artifacts = [artifact_name(p.name) for p in (spark_home / "jars").glob("*.jar")]
-    shipped = {
-        artifact_name(p.name) for p in (Path(pyspark.__file__).parent / "jars").glob("*.jar")
-    }
-    assert set(artifacts) - shipped == {
-        "spark-sql-kafka-0-10_2.13",
-        "spark-token-provider-kafka-0-10_2.13",
-        "kafka-clients",
-        "commons-pool2",
-    }
-    # The connector also depends on these; Spark's own version stays, alone.
-    for artifact in ("lz4-java", "snappy-java", "slf4j-api", "scala-library"):
-        assert artifacts.count(artifact) == 1, artifact
+@pytest.fixture(scope="module")
+def kafka_source_jars(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """The Kafka source's jars as the job image gets them: the command its build runs."""
+    jars = tmp_path_factory.mktemp("kafka-source-jars")
+    run = subprocess.run(
+        [sys.executable, "-m", "agent.aggregation.kafka_package", "--into", str(jars)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=REPO,
+        timeout=600,
+    )
+    if run.returncode != 0:
+        unavailable("Spark's package fetch (the Kafka source)", run.stderr.strip()[-2000:])
+    return sorted(jars.glob("*.jar"))
 
 
 @pytest.mark.integration
 def test_the_entrypoint_driver_role_runs_spark_submit_with_the_kafka_source(
-    spark_home: Path, tmp_path: Path
+    kafka_source_jars: list[Path], tmp_path: Path
 ) -> None:
     """What Spark on Kubernetes runs in the driver pod (`<entrypoint> driver ...`),
     with a local master instead of k8s://: spark-submit in client mode starts the
-    Python main file, whose Spark session finds the Kafka source on the classpath."""
+    Python main file, whose Spark session finds the Kafka source on the classpath
+    (spark.jars, as aggregation.spark.jars_dir sets it)."""
     main = tmp_path / "main.py"
     main.write_text(
         "import sys\n"
@@ -241,7 +215,9 @@ def test_the_entrypoint_driver_role_runs_spark_submit_with_the_kafka_source(
         "spark = SparkSession.builder.getOrCreate()\n"
         "conf = spark.sparkContext.getConf()\n"
         "jvm = spark.sparkContext._jvm\n"
-        f"provider = jvm.java.lang.Class.forName('{KAFKA_SOURCE}')\n"
+        # The lookup format("kafka") makes, through the classloader spark-submit set up.
+        "lookup = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource\n"
+        "provider = lookup('kafka', spark._jsparkSession.sessionState().conf())\n"
         "print('deploy-mode', conf.get('spark.submit.deployMode'))\n"
         "print('bind-address', conf.get('spark.driver.bindAddress'))\n"
         "print('kafka-source', provider.getName())\n"
@@ -250,8 +226,10 @@ def test_the_entrypoint_driver_role_runs_spark_submit_with_the_kafka_source(
     )
     env = {
         **os.environ,
-        "SPARK_HOME": str(spark_home),
+        "SPARK_HOME": str(Path(pyspark.__file__).parent),
         "SPARK_DRIVER_BIND_ADDRESS": "127.0.0.1",
+        # The executor fetches spark.jars from the driver: at 127.0.0.1 too.
+        "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
@@ -263,6 +241,8 @@ def test_the_entrypoint_driver_role_runs_spark_submit_with_the_kafka_source(
             "local[1]",
             "--conf",
             "spark.ui.enabled=false",
+            "--conf",
+            f"spark.jars={','.join(str(jar) for jar in kafka_source_jars)}",
             str(main),
             "--config",
             "/etc/ksmon/job.yaml",
