@@ -1,5 +1,7 @@
 """Generate ``deploy/monitoring/`` from ``dashboards/``: one PrometheusRule per alert rule
-file and one ConfigMap per Grafana dashboard.
+file and one ConfigMap per Grafana dashboard; and the same objects as the Helm chart's
+templates (``deploy/helm/ksmon``), so that Kustomize and Helm ship the same rules and
+dashboards.
 
 The rule files (``dashboards/alerts/*.yml`` and ``*.yaml``, plain Prometheus rule files)
 and the dashboards (``dashboards/grafana/*.json``) are the only source; the manifests
@@ -9,7 +11,13 @@ load restrictor refuses files outside the kustomization's own directory. So they
 generated into ``deploy/monitoring/``, committed, and a test regenerates them and
 compares byte for byte.
 
-    python -m deploy.generate          # rewrite the two generated files in deploy/monitoring/
+The chart gets its PrometheusRule template with a Helm expression
+(``{{ .Values.alerting.<setting> }}``) wherever an alert setting goes, the settings'
+defaults as the ``alerting:`` block of its ``values.yaml``, copies of the dashboards
+(a chart reads only its own files) and the ConfigMap template that packages them.
+Prometheus' own ``{{ ... }}`` templates in the rules are escaped for Helm.
+
+    python -m deploy.generate          # rewrite the generated files
     python -m deploy.generate --check  # exit 1 and name the stale files instead
 
 A file in ``dashboards/alerts/`` with ``tests:`` and no ``groups:`` is a
@@ -28,12 +36,22 @@ from typing import Any
 import yaml
 
 from agent.errors import ConfigError
+from dashboards import alert_rules
 
 REPO = Path(__file__).resolve().parents[1]
 ALERTS_DIR = "dashboards/alerts"
 DASHBOARDS_DIR = "dashboards/grafana"
 RULES_OUTPUT = "deploy/monitoring/prometheusrules.yaml"
 DASHBOARDS_OUTPUT = "deploy/monitoring/dashboards.yaml"
+CHART_DIR = "deploy/helm/ksmon"
+CHART_VALUES = f"{CHART_DIR}/values.yaml"
+CHART_VALUES_SCHEMA = f"{CHART_DIR}/values.schema.json"
+CHART_RULES = f"{CHART_DIR}/templates/prometheusrules.yaml"
+CHART_DASHBOARDS = f"{CHART_DIR}/templates/dashboards.yaml"
+# The chart's copies of the dashboards (generated: the directory holds nothing else).
+CHART_DASHBOARD_FILES = f"{CHART_DIR}/dashboards"
+ALERTING_BEGIN = "# BEGIN generated alerting\n"
+ALERTING_END = "# END generated alerting\n"
 
 # Which source file a generated object came from; the tests map objects back with it.
 SOURCE_ANNOTATION = "ksmon/generated-from"
@@ -46,6 +64,9 @@ GRAFANA_FOLDER_ANNOTATION = "grafana_folder"
 CONFIG_MAP_MAX_BYTES = 1024 * 1024
 _CONFIG_MAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _NOT_NAME = re.compile(r"[^a-z0-9]+")
+# A Prometheus template action (or a lone brace pair), and one brace pair.
+_PROMETHEUS_TEMPLATE = re.compile(r"(?P<action>\{\{.*?\}\})|\{\{|\}\}", re.DOTALL)
+_BRACES = re.compile(r"\{\{|\}\}")
 
 
 @dataclass(frozen=True)
@@ -161,14 +182,266 @@ def generate(repo: Path) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class AlertSettings:
+    """The rule files rendered with a marker in place of each alert setting, which marker
+    stands for which setting (its dotted name), and the settings' defaults."""
+
+    rule_files: list[SourceFile]
+    markers: dict[str, str]
+    defaults: dict[str, object]
+
+
+def alert_settings() -> AlertSettings:
+    """The alert rules as ``dashboards.alert_rules`` renders them, a marker in each
+    setting's place (the renderer writes values as text, unchecked)."""
+    markers = setting_markers(alert_rules.PLACEHOLDERS)
+    rendered = alert_rules.render_rule_files({s: m for m, s in markers.items()})
+    return AlertSettings(
+        [SourceFile(f"{ALERTS_DIR}/{name}", text) for name, text in sorted(rendered.items())],
+        markers,
+        alert_rules.load_values(),
+    )
+
+
+def setting_markers(settings: Sequence[str]) -> dict[str, str]:
+    """A marker for each setting, marker -> setting: words no rule holds otherwise.
+
+    >>> setting_markers(["runbookBaseUrl", "rules.KsmonJobStale.for"])
+    {'ksmonsetting0x': 'runbookBaseUrl', 'ksmonsetting1x': 'rules.KsmonJobStale.for'}
+    """
+    return {f"ksmonsetting{index}x": setting for index, setting in enumerate(settings)}
+
+
+def chart_files(repo: Path, settings: AlertSettings) -> dict[str, str]:
+    """The chart's generated files by their path relative to ``repo``: the PrometheusRule
+    and dashboard templates, the dashboards' copies, and ``values.yaml`` with its
+    ``alerting:`` block rewritten."""
+    dashboards = _read_sources(repo, DASHBOARDS_DIR, ("*.json",))
+    files = {
+        CHART_RULES: helm_rules_template(settings),
+        CHART_DASHBOARDS: helm_dashboards_template(dashboards),
+        CHART_VALUES: with_alerting_block(
+            (repo / CHART_VALUES).read_text(encoding="utf-8"), settings.defaults
+        ),
+    }
+    schema_path = repo / CHART_VALUES_SCHEMA
+    if schema_path.is_file():
+        files[CHART_VALUES_SCHEMA] = with_alerting_schema(
+            schema_path.read_text(encoding="utf-8"), settings.defaults
+        )
+    for source in dashboards:
+        files[f"{CHART_DASHBOARD_FILES}/{Path(source.path).name}"] = source.text
+    return files
+
+
+def helm_rules_template(settings: AlertSettings) -> str:
+    """The PrometheusRules as one Helm template, behind ``prometheusRule.enabled``: each
+    rule file's text under ``spec:``, each setting's marker as
+    ``{{ .Values.alerting.<setting> }}``, and Prometheus' own templates escaped so that
+    Helm prints them unchanged. The text itself, not a YAML re-rendering: a value lands
+    exactly where the rule templates put it."""
+    documents = []
+    used = set()
+    for source in settings.rule_files:
+        for rule in prometheus_rules([source]):
+            spec = "".join(f"  {line}" if line.strip() else line for line in _rules_body(source))
+            used |= {setting for marker, setting in settings.markers.items() if marker in spec}
+            documents.append(
+                _chart_object_header(rule, "alerts", "prometheusRule.labels", ".Release.Namespace")
+                + "spec:\n"
+                + _escape_for_helm(spec, settings.markers, _numeric_settings(settings))
+            )
+    unused = sorted(set(settings.markers.values()) - used)
+    if unused:
+        raise ConfigError(
+            f"alert settings {', '.join(unused)} appear in no rule file; the chart could "
+            f"not set them"
+        )
+    return _chart_template(
+        "prometheusRule.enabled", "the alert rule templates (dashboards.alert_rules)", documents
+    )
+
+
+def _rules_body(source: SourceFile) -> list[str]:
+    """The rule file's lines from ``groups:`` on (its header comment says how the file
+    was made, which is not how the chart's copy was)."""
+    lines = source.text.splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        if line.startswith("groups:"):
+            return lines[index:]
+    raise ConfigError(f"{source.path}: no top-level 'groups:' line")
+
+
+def helm_dashboards_template(dashboards: Sequence[SourceFile]) -> str:
+    """The dashboard ConfigMaps as one Helm template, behind ``dashboards.enabled``, each
+    reading its JSON from the chart's copy of the file."""
+    documents = []
+    for config_map in dashboard_config_maps(dashboards):
+        (key,) = config_map["data"]
+        documents.append(
+            _chart_object_header(
+                config_map,
+                "dashboards",
+                "dashboards.labels",
+                ".Values.dashboards.namespace | default .Release.Namespace",
+                annotations="dashboards.annotations",
+            )
+            + "data:\n"
+            + f'  {key}: {{{{ .Files.Get "dashboards/{key}" | toJson }}}}\n'
+        )
+    return _chart_template("dashboards.enabled", f"{DASHBOARDS_DIR}/", documents)
+
+
+def with_alerting_block(values: str, defaults: dict[str, Any]) -> str:
+    """The chart's ``values.yaml`` text with the ``alerting:`` block between its markers
+    replaced by ``defaults``."""
+    begin, end = values.find(ALERTING_BEGIN), values.find(ALERTING_END)
+    if begin < 0 or end < begin:
+        raise ConfigError(
+            f"{CHART_VALUES}: needs the lines {ALERTING_BEGIN.strip()!r} and "
+            f"{ALERTING_END.strip()!r} around the alerting: block"
+        )
+    block = yaml.dump(
+        {"alerting": defaults}, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100
+    )
+    return values[: begin + len(ALERTING_BEGIN)] + block + values[end:]
+
+
+def with_alerting_schema(schema: str, defaults: dict[str, object]) -> str:
+    """The chart's ``values.schema.json`` text with ``properties.alerting`` describing the
+    alert settings: the defaults' keys and nesting, and each setting's type, so that a
+    misspelt or misplaced setting fails ``helm install`` instead of being ignored."""
+    try:
+        content = json.loads(schema)
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{CHART_VALUES_SCHEMA}: not valid JSON: {e}") from None
+    properties = content.get("properties") if isinstance(content, dict) else None
+    if not isinstance(properties, dict):
+        raise ConfigError(f"{CHART_VALUES_SCHEMA}: needs a top-level 'properties' object")
+    properties["alerting"] = _settings_schema(defaults) | {
+        "description": "The alert rules' settings (defaults: dashboards/alerts/config/values.yaml)."
+    }
+    return json.dumps(content, indent=2, ensure_ascii=False) + "\n"
+
+
+def _settings_schema(value: object) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {
+            "type": "object",
+            "properties": {key: _settings_schema(item) for key, item in value.items()},
+            "additionalProperties": False,
+        }
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return {"type": "number", "minimum": 0}
+    return {"type": "string", "minLength": 1}
+
+
+def _chart_object_header(
+    obj: dict[str, Any],
+    component: str,
+    labels: str,
+    namespace: str,
+    annotations: str | None = None,
+) -> str:
+    """apiVersion, kind and metadata of a generated object as chart template text: named
+    <fullname>-<name without ksmon->, in the chart's labels plus the values' ``labels``."""
+    metadata = obj["metadata"]
+    lines = [
+        f"apiVersion: {obj['apiVersion']}",
+        f"kind: {obj['kind']}",
+        "metadata:",
+        f'  name: {{{{ include "ksmon.fullname" . }}}}-{metadata["name"].removeprefix("ksmon-")}',
+        f"  namespace: {{{{ {namespace} }}}}",
+        "  labels:",
+        f'    {{{{- include "ksmon.labels" (dict "root" . "component" "{component}")'
+        " | nindent 4 }}",
+        f"    {{{{- with .Values.{labels} }}}}",
+        "    {{- toYaml . | nindent 4 }}",
+        "    {{- end }}",
+        "  annotations:",
+        f"    {SOURCE_ANNOTATION}: {metadata['annotations'][SOURCE_ANNOTATION]}",
+    ]
+    if annotations:
+        lines += [
+            f"    {{{{- with .Values.{annotations} }}}}",
+            "    {{- toYaml . | nindent 4 }}",
+            "    {{- end }}",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _chart_template(switch: str, source: str, documents: Sequence[str]) -> str:
+    header = (
+        f"{{{{- /* Generated from {source} by `make deploy-generate` (python -m\n"
+        "deploy.generate). Do not edit: change the source files and regenerate; a test\n"
+        "fails when this file is stale. */}}\n"
+    )
+    body = "".join("---\n" + document for document in documents)
+    return f"{header}{{{{- if .Values.{switch} }}}}\n{body}{{{{- end }}}}\n"
+
+
+def _escape_for_helm(text: str, markers: dict[str, str], numbers: set[str]) -> str:
+    """Prometheus' ``{{ ... }}`` as Helm raw strings (or brace by brace where a setting's
+    marker sits inside one), then each marker as its Helm value; the ``numbers`` among
+    the settings through ``ksmon.number``, which writes 1000000 and not Go's 1e+06."""
+
+    def escape(match: re.Match[str]) -> str:
+        action = match.group()
+        whole = match.group("action") is not None
+        if whole and "`" not in action and not any(m in action for m in markers):
+            return "{{`" + action + "`}}"
+        return _BRACES.sub(lambda brace: '{{"' + brace.group() + '"}}', action)
+
+    escaped = _PROMETHEUS_TEMPLATE.sub(escape, text)
+    if not markers:
+        return escaped
+    alternatives = "|".join(re.escape(m) for m in sorted(markers, key=len, reverse=True))
+
+    def expression(match: re.Match[str]) -> str:
+        setting = markers[match.group("marker")]
+        value = f".Values.alerting.{setting}"
+        if setting in numbers:
+            value = f'include "ksmon.number" {value}'
+        if not match.group("brace"):
+            return f"{{{{ {value} }}}}"
+        # "{{{" would not parse: a PromQL selector's own brace goes into the action.
+        argument = f"({value})" if setting in numbers else value
+        return f'{{{{ print "{{" {argument} }}}}'
+
+    return re.sub(f"(?P<brace>{{?)(?P<marker>{alternatives})", expression, escaped)
+
+
+def _numeric_settings(settings: AlertSettings) -> set[str]:
+    numbers = set()
+    for setting in settings.markers.values():
+        node: object = settings.defaults
+        for part in setting.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, int | float) and not isinstance(node, bool):
+            numbers.add(setting)
+    return numbers
+
+
+def generated_files(repo: Path) -> dict[str, str]:
+    """Everything the generator writes: ``deploy/monitoring/``, and the chart's generated
+    parts where the repository has the chart."""
+    files = generate(repo)
+    if (repo / CHART_VALUES).is_file():
+        files |= chart_files(repo, alert_settings())
+    return files
+
+
 def stale_files(repo: Path) -> list[str]:
-    """The generated files whose committed text differs from what ``generate`` gives."""
+    """The generated files whose committed text differs from what the generator gives, and
+    leftovers in the chart's dashboard directory that it no longer gives."""
+    generated = generated_files(repo)
     stale = []
-    for path, text in generate(repo).items():
+    for path, text in generated.items():
         target = repo / path
         if not target.is_file() or target.read_text(encoding="utf-8") != text:
             stale.append(path)
-    return stale
+    return stale + [path for path in _chart_dashboard_copies(repo) if path not in generated]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -182,7 +455,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in stale:
                 print(f"{path} is stale: run python -m deploy.generate", file=sys.stderr)  # noqa: T201
             return 1 if stale else 0
-        for path, text in generate(args.repo).items():
+        generated = generated_files(args.repo)
+        for path in _chart_dashboard_copies(args.repo):
+            if path not in generated:
+                (args.repo / path).unlink()
+        for path, text in generated.items():
+            (args.repo / path).parent.mkdir(parents=True, exist_ok=True)
             (args.repo / path).write_text(text, encoding="utf-8")
     except ConfigError as e:
         print(f"deploy.generate: error: {e}", file=sys.stderr)  # noqa: T201
@@ -200,6 +478,11 @@ def _read_sources(repo: Path, directory: str, patterns: Sequence[str]) -> list[S
         except UnicodeDecodeError:
             raise ConfigError(f"{relative}: not UTF-8 text") from None
     return sources
+
+
+def _chart_dashboard_copies(repo: Path) -> list[str]:
+    directory = repo / CHART_DASHBOARD_FILES
+    return sorted(p.relative_to(repo).as_posix() for p in directory.glob("*") if p.is_file())
 
 
 def _yaml_mapping(source: SourceFile) -> dict[str, Any]:

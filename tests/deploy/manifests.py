@@ -4,6 +4,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import kubernetes_validate
+
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"
 
@@ -44,3 +46,47 @@ def pod_specs(obj: Object) -> Iterator[Object]:
 
 def by_name(items: list[Object] | None) -> dict[str, Object]:
     return {item["name"]: item for item in items or []}
+
+
+# The Kubernetes versions every rendering is validated against: the oldest supported and
+# the newest kubernetes-validate knows.
+OLDEST_SUPPORTED = "1.29"
+K8S_VERSIONS = [OLDEST_SUPPORTED, kubernetes_validate.latest_version()]
+
+
+def kubernetes_errors(obj: Object, version: str) -> list[str]:
+    try:
+        kubernetes_validate.validate(obj, version, strict=True)
+    except kubernetes_validate.ValidationError as e:
+        return [f"{'.'.join(str(p) for p in e.path) or '(root)'}: {e.message}"]
+    except kubernetes_validate.SchemaNotFoundError as e:
+        return [f"no schema: {e.message}"]
+    return []
+
+
+def object_name(obj: Object) -> str:
+    return f"{obj['kind']} {obj['metadata']['name']}"
+
+
+def references(obj: Object) -> Iterator[tuple[str, str]]:
+    """(kind, name) of the ConfigMaps, PVCs and ServiceAccounts an object needs."""
+    volume_lists: list[list[Any]] = [spec.get("volumes", []) for spec in pod_specs(obj)]
+    if obj["kind"] == "SparkApplication":
+        volume_lists.append(obj["spec"].get("volumes", []))
+        for role in ("driver", "executor"):
+            account = obj["spec"][role].get("serviceAccount")
+            if account:
+                yield "ServiceAccount", account
+    for spec in pod_specs(obj):
+        if spec.get("serviceAccountName"):
+            yield "ServiceAccount", spec["serviceAccountName"]
+    for volumes in volume_lists:
+        for volume in volumes:
+            if "configMap" in volume and not volume["configMap"].get("optional"):
+                yield "ConfigMap", volume["configMap"]["name"]
+            if "persistentVolumeClaim" in volume:
+                yield "PersistentVolumeClaim", volume["persistentVolumeClaim"]["claimName"]
+    if obj["kind"] == "RoleBinding":
+        yield obj["roleRef"]["kind"], obj["roleRef"]["name"]
+        for subject in obj["subjects"]:
+            yield subject["kind"], subject["name"]

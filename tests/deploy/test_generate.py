@@ -1,8 +1,11 @@
-"""deploy.generate: the packaging of dashboards/ as Kubernetes objects. Pure tests: the
-committed files are what the generator makes from the repository today, the
-generated text parses back to the sources exactly, and bad sources get one clear
-line naming the file."""
+"""deploy.generate: the packaging of dashboards/ as Kubernetes objects, for Kustomize and
+for the Helm chart. Pure tests: the committed files are what the generator makes from
+the repository today, the generated text parses back to the sources exactly, and bad
+sources get one clear line naming the file. (helm itself renders the chart's parts in
+test_helm.)"""
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -10,16 +13,29 @@ import yaml
 
 from agent.errors import ConfigError
 from deploy.generate import (
+    ALERTING_BEGIN,
+    ALERTING_END,
+    CHART_DASHBOARD_FILES,
+    CHART_DASHBOARDS,
+    CHART_DIR,
+    CHART_RULES,
+    CHART_VALUES,
+    DASHBOARDS_DIR,
     DASHBOARDS_OUTPUT,
     RULES_OUTPUT,
     SOURCE_ANNOTATION,
+    AlertSettings,
     SourceFile,
     dashboard_config_maps,
     generate,
+    generated_files,
+    helm_rules_template,
     main,
     prometheus_rules,
     render,
     stale_files,
+    with_alerting_block,
+    with_alerting_schema,
 )
 from tests.deploy.manifests import REPO
 
@@ -150,3 +166,99 @@ def test_a_bad_source_fails_the_command_with_one_line(
     err = capsys.readouterr().err
     assert err.startswith("deploy.generate: error: dashboards/grafana/x.json: not valid JSON")
     assert err.count("\n") == 1
+
+
+# --- The Helm chart's generated parts. ---
+
+
+def test_the_chart_gets_rules_dashboards_and_alerting_values() -> None:
+    generated = generated_files(REPO)
+    dashboards = sorted(p.name for p in (REPO / DASHBOARDS_DIR).glob("*.json"))
+    assert dashboards
+    assert {CHART_RULES, CHART_DASHBOARDS, CHART_VALUES} <= set(generated)
+    assert {p for p in generated if p.startswith(f"{CHART_DASHBOARD_FILES}/")} == {
+        f"{CHART_DASHBOARD_FILES}/{name}" for name in dashboards
+    }
+    for name in dashboards:
+        copy = generated[f"{CHART_DASHBOARD_FILES}/{name}"]
+        assert copy == (REPO / DASHBOARDS_DIR / name).read_text()
+        assert f'.Files.Get "dashboards/{name}"' in generated[CHART_DASHBOARDS]
+
+
+@pytest.fixture
+def chart_repo(tmp_path: Path) -> Path:
+    """A repository with one dashboard and the chart's values.yaml."""
+    (tmp_path / DASHBOARDS_DIR).mkdir(parents=True)
+    (tmp_path / DASHBOARDS_DIR / "ksmon-overview.json").write_text('{"uid": "a"}\n')
+    (tmp_path / CHART_DIR).mkdir(parents=True)
+    shutil.copy(REPO / CHART_VALUES, tmp_path / CHART_VALUES)
+    return tmp_path
+
+
+def test_a_dashboard_gone_from_the_sources_is_removed_from_the_chart(chart_repo: Path) -> None:
+    assert main(["--repo", str(chart_repo)]) == 0
+    copy = chart_repo / CHART_DASHBOARD_FILES / "ksmon-overview.json"
+    assert copy.read_text() == '{"uid": "a"}\n'
+    (chart_repo / DASHBOARDS_DIR / "ksmon-overview.json").unlink()
+    stale = stale_files(chart_repo)
+    assert f"{CHART_DASHBOARD_FILES}/ksmon-overview.json" in stale
+    assert CHART_DASHBOARDS in stale
+    assert main(["--repo", str(chart_repo)]) == 0
+    assert not copy.exists()
+    assert stale_files(chart_repo) == []
+
+
+def test_the_alerting_block_is_rewritten_and_nothing_else() -> None:
+    values = f"image: x\n{ALERTING_BEGIN}alerting: {{}}\n{ALERTING_END}job: y\n"
+    text = with_alerting_block(values, {"runbookBaseUrl": "https://example.com", "n": 300})
+    assert text == (
+        f"image: x\n{ALERTING_BEGIN}alerting:\n  runbookBaseUrl: https://example.com\n"
+        f"  n: 300\n{ALERTING_END}job: y\n"
+    )
+
+
+def test_values_without_the_alerting_markers_are_named_in_one_line() -> None:
+    with pytest.raises(ConfigError, match=f"^{CHART_VALUES}: needs the lines") as caught:
+        with_alerting_block("alerting: {}\n", {})
+    assert "\n" not in str(caught.value)
+
+
+def test_a_setting_no_rule_uses_is_refused() -> None:
+    settings = AlertSettings(
+        [SourceFile("dashboards/alerts/lag.yml", GROUPS)], {"ksmonsetting0x": "lag.for"}, {}
+    )
+    with pytest.raises(ConfigError, match=r"^alert settings lag\.for appear in no rule file"):
+        helm_rules_template(settings)
+
+
+def test_prometheus_templates_are_escaped_and_settings_become_values() -> None:
+    rules = GROUPS.replace("vector(1)", "up{ksmonsetting0x} > 1\n        for: ksmonsetting1x")
+    rules += '        annotations: {summary: "{{ $labels.job }} {{ printf `%s` 1 }}"}\n'
+    settings = AlertSettings(
+        [SourceFile("dashboards/alerts/lag.yml", rules)],
+        {"ksmonsetting0x": "selectors.targets", "ksmonsetting1x": "rules.Lag.for"},
+        {},
+    )
+    text = helm_rules_template(settings)
+    assert 'up{{ print "{" .Values.alerting.selectors.targets }}} > 1' in text
+    assert "for: {{ .Values.alerting.rules.Lag.for }}" in text
+    assert "{{`{{ $labels.job }}`}}" in text
+    # A backtick cannot go into a raw string: that action is escaped brace by brace.
+    assert '{{"{{"}} printf `%s` 1 {{"}}"}}' in text
+    assert text.startswith("{{- /* Generated from ")
+    assert text.rstrip().endswith("{{- end }}")
+
+
+def test_the_alerting_schema_follows_the_defaults() -> None:
+    schema = '{\n  "type": "object",\n  "properties": {"image": {"type": "object"}}\n}\n'
+    text = with_alerting_schema(schema, {"url": "https://x", "rules": {"A": {"threshold": 3}}})
+    alerting = json.loads(text)["properties"]["alerting"]
+    assert alerting["additionalProperties"] is False
+    assert alerting["properties"]["url"]["type"] == "string"
+    rule = alerting["properties"]["rules"]["properties"]["A"]
+    assert rule == {
+        "type": "object",
+        "properties": {"threshold": {"type": "number", "minimum": 0}},
+        "additionalProperties": False,
+    }
+    assert json.loads(text)["properties"]["image"] == {"type": "object"}
