@@ -130,28 +130,6 @@ def _check_move(candidates: list[Candidate]) -> None:
 
 CASES = [
     Case(
-        "hot-four-on-one-instance",
-        "four hot tasks on instance pA, two on each thread (thread 2 the busier): the "
-        "instance's finding and thread 2's name a move to pB; no move of thread 1's tasks "
-        "lowers the busiest member's load (thread 2 is busier), so thread 1's pile is no "
-        "warning of its own, nothing to act on, but folded into the instance's finding, "
-        "whose move is the answer (before: a third warning saying no move would help)",
-        KIND,
-        _history(
-            "hot-four-on-one-instance",
-            [
-                streams_member("pA", 1, _tasks(0, 1)),
-                streams_member("pA", 2, _tasks(2, 3)),
-                streams_member("pB", 1, _tasks(4, 5, 6, 7)),
-                streams_member("pB", 2, _tasks(8, 9, 10, 11)),
-            ],
-            {0: 50.0, 1: 50.0, 2: 60.0, 3: 60.0},
-            partitions=12,
-        ),
-        expect=[Expect("warning", "pA"), Expect("warning", "pA", thread=2)],
-        check=_check_folded,
-    ),
-    Case(
         "hot-two-on-one-thread",
         "instance pA's only thread holds both hot tasks while pB holds none: member and "
         "instance level both fire",
@@ -368,5 +346,27 @@ CASES = [
         ),
         expect=[Expect("warning", None, 1)],
         check=_check_processless_holder,
+    ),
+    Case(
+        "hot-four-on-one-instance",
+        "four hot tasks on instance pA, two on each thread (thread 2 the busier): the "
+        "instance's finding and thread 2's name a move to pB; no move of thread 1's tasks "
+        "lowers the busiest member's load (thread 2 is busier), so thread 1's pile is no "
+        "warning of its own, nothing to act on, but folded into the instance's finding, "
+        "whose move is the answer (before: a third warning saying no move would help)",
+        KIND,
+        _history(
+            "hot-four-on-one-instance",
+            [
+                streams_member("pA", 1, _tasks(0, 1)),
+                streams_member("pA", 2, _tasks(2, 3)),
+                streams_member("pB", 1, _tasks(4, 5, 6, 7)),
+                streams_member("pB", 2, _tasks(8, 9, 10, 11)),
+            ],
+            {0: 50.0, 1: 50.0, 2: 60.0, 3: 60.0},
+            partitions=12,
+        ),
+        expect=[Expect("warning", "pA"), Expect("warning", "pA", thread=2)],
+        check=_check_folded,
     ),
 ]
