@@ -90,3 +90,13 @@ def references(obj: Object) -> Iterator[tuple[str, str]]:
         yield obj["roleRef"]["kind"], obj["roleRef"]["name"]
         for subject in obj["subjects"]:
             yield subject["kind"], subject["name"]
+
+
+def missing_references(objects: list[Object], present: set[tuple[str, str]]) -> list[str]:
+    """What the objects need (``references``) that is not among ``present`` (kind, name)."""
+    return [
+        f"{object_name(obj)} needs {kind} {name}"
+        for obj in objects
+        for kind, name in references(obj)
+        if (kind, name) not in present
+    ]

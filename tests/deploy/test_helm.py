@@ -31,6 +31,7 @@ from tests.deploy.manifests import (
     Rendered,
     by_name,
     kubernetes_errors,
+    missing_references,
     object_name,
     objects_of,
     one,
@@ -209,13 +210,7 @@ def test_referenced_objects_are_rendered_or_named_in_the_values(
 ) -> None:
     objects = renderings[(case, K8S_VERSIONS[0])]
     present = {(o["kind"], o["metadata"]["name"]) for o in objects} | EXISTING[case]
-    missing = [
-        f"{object_name(obj)} needs {kind} {name}"
-        for obj in objects
-        for kind, name in references(obj)
-        if (kind, name) not in present
-    ]
-    assert missing == []
+    assert missing_references(objects, present) == []
     assert {o["metadata"]["namespace"] for o in objects} <= {"monitoring", "grafana"}
 
 

@@ -16,10 +16,10 @@ from tests.deploy.manifests import (
     CrdSchemas,
     Rendered,
     kubernetes_errors,
+    missing_references,
     object_name,
     objects_of,
     one,
-    references,
 )
 from tests.support.crds import validation_errors
 
@@ -88,13 +88,7 @@ def test_referenced_objects_are_rendered_under_the_names_used(
 ) -> None:
     objects = rendered[directory]
     present = {(o["kind"], o["metadata"]["name"]) for o in objects}
-    missing = [
-        f"{object_name(obj)} needs {kind} {name}"
-        for obj in objects
-        for kind, name in references(obj)
-        if (kind, name) not in present
-    ]
-    assert missing == []
+    assert missing_references(objects, present) == []
 
 
 @pytest.mark.parametrize("directory", sorted(EXPECTED))
