@@ -1,4 +1,4 @@
-"""Benchmark: what the agent costs at 1,000 groups x 20 partitions (issue 26 #3).
+"""Benchmark: what the agent costs at 1,000 groups x 20 partitions.
 
 Two parts, on a cluster set up as ``bench/poll_scale.py`` does (one committed
 offset per group and partition; ``--bootstrap`` reuses a cluster set up before,

@@ -1,6 +1,6 @@
 """Benchmark: a 30-minute soak of the agent and the job with 200 groups, some always rebalancing.
 
-On a local broker (issue 8, item 5), for ``--minutes``:
+On a local broker, for ``--minutes``:
 
 * ``--groups`` consumer groups read 20 topics (6 partitions each) that a
   producer fills at ``--rate`` records/s. ``--live`` of them have a real
