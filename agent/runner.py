@@ -17,7 +17,7 @@ from agent import __version__
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.lag_time import OffsetHistory
 from agent.collect.offsets_tail import OffsetsTopicTail
-from agent.collect.poller import ClusterPoller, GroupFilter, PollResult
+from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.collect.schedule import PollScheduler, ScheduledPoller
 from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.config import Config, SidecarConfig, kafka_client_settings
@@ -27,6 +27,7 @@ from agent.exposition.agent_state import AgentState
 from agent.exposition.http import MetricsServer
 from agent.exposition.metrics_cache import MetricsExposition
 from agent.model import AgentInfo
+from agent.model.poll_result import PollResult
 from agent.transport.factory import open_sink
 
 log = logging.getLogger(__name__)

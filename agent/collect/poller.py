@@ -16,7 +16,7 @@ import time
 import typing
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from agent.collect.app_scrape import Scrape
 from agent.collect.build import (
@@ -49,7 +49,8 @@ from agent.collect.raw import (
     cluster_load,
 )
 from agent.collect.sidecar import SidecarCollector, SidecarObservation
-from agent.model import AgentInfo, SidecarInfo, Snapshot
+from agent.model import AgentInfo, Snapshot
+from agent.model.poll_result import PollResult, SidecarReport
 from agent.streams.codec import DecodeError
 from agent.streams.consumer_protocol import decode_consumer_assignment
 from agent.streams.topology import TopologyDescription
@@ -80,36 +81,6 @@ class GroupFilter:
         if any(p.fullmatch(group_id) for p in self.deny):
             return False
         return any(p.fullmatch(group_id) for p in self.allow)
-
-
-@dataclass(frozen=True, slots=True)
-class SidecarReport:
-    """What a sidecar saw inside its pod, for its application's group."""
-
-    group: str
-    info: SidecarInfo
-
-
-@dataclass(slots=True)
-class PollResult:
-    cluster: str
-    sequence: int
-    started_at: float
-    duration_seconds: float
-    snapshots: list[Snapshot] = field(default_factory=list)
-    error: str | None = None  # set when the cluster could not be polled at all
-    requests: Counter[str] = field(default_factory=Counter)
-    groups_listed: int = 0
-    # Groups watched before and gone now, their deletion confirmed by their coordinator:
-    # one last snapshot each (state Dead) for the sink, so the job closes their findings.
-    # Not in ``snapshots``: the agent's own metrics drop a deleted group at once.
-    departed: list[Snapshot] = field(default_factory=list)
-    # Sidecar mode: reported even when the cluster could not be polled.
-    sidecar: SidecarReport | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 class RebalanceSource:

@@ -23,7 +23,8 @@ from typing import Any
 from apscheduler.executors.pool import BasePoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from agent.collect.poller import ClusterPoller, PollResult
+from agent.collect.poller import ClusterPoller
+from agent.model.poll_result import PollResult
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from agent.collect.poller import PollResult, SidecarReport
 from agent.model import Snapshot
+from agent.model.poll_result import PollResult, SidecarReport
 from agent.transport.sink import SinkStats
 
 

@@ -1,4 +1,5 @@
-"""The records that flow from the agent to the aggregation job: the only contract between them."""
+"""The records that flow through ksmon: snapshots and findings, the only contract between
+the agent and the aggregation job (``poll_result`` stays inside the agent)."""
 
 from agent.model.records import NewerSchemaError, RecordError
 from agent.model.snapshot import (

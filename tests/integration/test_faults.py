@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from agent.collect.kafka_edge import KafkaEdge
-from agent.collect.poller import ClusterPoller, PollResult
+from agent.collect.poller import ClusterPoller
 from agent.collect.raw import FailedRequest, GroupOffsets
 from agent.config import parse_config
 from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution
@@ -32,6 +32,7 @@ from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
 from agent.embedded.topics import end_offsets
 from agent.model import Snapshot
+from agent.model.poll_result import PollResult
 from agent.runner import AgentRunner
 from tests.support.agent_process import metric, metric_values, running_agent, scrape
 from tests.support.broker import restore

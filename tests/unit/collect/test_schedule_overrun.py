@@ -5,8 +5,8 @@ import logging
 
 import pytest
 
-from agent.collect.poller import PollResult
 from agent.collect.schedule import PollScheduler
+from agent.model.poll_result import PollResult
 
 
 def result(cluster: str, seconds: float) -> PollResult:

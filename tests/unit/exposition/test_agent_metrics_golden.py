@@ -11,7 +11,6 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry, generate_latest
 
 from agent import __version__
-from agent.collect.poller import PollResult, SidecarReport
 from agent.exposition.agent_metrics import AgentCollector
 from agent.exposition.agent_state import AgentState
 from agent.model import (
@@ -34,6 +33,7 @@ from agent.model import (
     TopicInfo,
     TopicPartitionRef,
 )
+from agent.model.poll_result import PollResult, SidecarReport
 from agent.transport.sink import SinkStats
 
 GOLDEN = Path(__file__).parent / "golden"

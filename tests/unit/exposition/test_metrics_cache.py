@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent.collect.poller import PollResult, SidecarReport
 from agent.exposition.agent_metrics import AgentCollector, LagGranularity
 from agent.exposition.agent_state import AgentState
 from agent.exposition.http import _accepts_gzip
@@ -24,6 +23,7 @@ from agent.model import (
     PollInfo,
     Snapshot,
 )
+from agent.model.poll_result import PollResult, SidecarReport
 from agent.transport.sink import SinkStats
 from tests.unit.exposition.test_agent_metrics_golden import (
     plain_snapshot,
