@@ -1,41 +1,12 @@
 """assignment_size_risk (warning): a classic group's metadata record is near the offsets
 topic's ``max.message.bytes``, or grows fast enough to reach it soon.
 
-The coordinator of a classic group stores the whole group in one
-``__consumer_offsets`` record, written when the leader's SyncGroup arrives: every
-member's subscription and assignment. A Kafka Streams assignment carries
-group-wide maps (with ``application.server``, every instance's partitions), so
-the record grows roughly as members x partitions. Once it exceeds the offsets
-topic's ``max.message.bytes`` the write fails, the coordinator answers the
-SyncGroup with an error, resets the assignment and rebalances again, forever
-(KAFKA-7149). ``rebalance_loop`` names that cause once the loop runs; this rule
-warns while there is still time.
+Past that limit the coordinator cannot store the group and it rebalances for ever
+(KAFKA-7149); ``rebalance_loop`` names that cause once the loop runs, this rule warns
+while there is still time. Judged at Stable polls of classic groups with metadata
+and a known limit.
 
-Size: the sum of the members' subscription and assignment bytes as the
-coordinator stores them, a slight under-estimate of the record (member and
-client ids, hosts and framing come on top) unless the offsets topic compresses.
-Limit: the offsets topic's effective ``max.message.bytes`` as the agent
-resolved it.
-
-The rule judges a poll of a classic group (any classic group: the mechanism is the
-coordinator's, Kafka Streams only makes it likely) that is Stable, has metadata
-and a known limit: brokers describe members without metadata mid-rebalance, so
-those polls neither count nor break a run. KIP-848 consumer groups and KIP-1071
-streams groups are not judged: their coordinator keeps each member's metadata and
-assignment as records of their own, so no single record grows with the group.
-
-It holds at a judged poll when either
-
-- *threshold*: the size is at least ``assignment_size_ratio`` of the limit; or
-- *trend*: the size is at least ``assignment_growth_min_ratio`` of the limit and a
-  least-squares line through the judged polls of the last
-  ``assignment_growth_window`` (covering at least half of it) rises fast enough to
-  reach the limit within ``assignment_growth_horizon``. (The floor keeps one
-  scale-out step of a small group, extrapolated for days, from firing.) Off by
-  default (a window of 0): the job would keep that much more history.
-
-and it must have held at every judged poll for ``evaluation_window``: one large
-poll is not a risk.
+The spec is docs/rules/assignment_size_risk.md.
 """
 
 from collections.abc import Sequence

@@ -1,23 +1,10 @@
 """broker_partition_budget (info, warning): brokers hosting partition replicas near or
 over ``partition_replicas_per_broker``, a finding of the cluster (its group empty).
 
-A broker's cost grows with every partition replica it hosts (open files, replica
-fetching, index memory, leader elections on a restart), and Kafka Streams
-applications add theirs quietly: a repartition topic per key change, a changelog
-per logged store (``internal_topic_budget`` watches each application's share).
+Judged once per central agent and poll from its all-topics Metadata: info from
+``budget_approach_ratio`` of the budget, a warning over it, after ``budget_hold``.
 
-A central agent's all-topics Metadata counts the replicas and leaders of every
-broker over every topic of the cluster, and the replicas of Kafka Streams internal
-topics among them. Every group of one poll carries the same facts: they are judged
-once per agent and poll, over the series of that agent's polls that carry them.
-A sidecar lists only some topics, so it carries none and nothing is judged.
-
-One finding per cluster names every broker at or over ``budget_approach_ratio`` of
-the budget (info; a warning once one is over it): the finding has no broker
-dimension, and the brokers of one cluster usually cross together. A budget of 0
-turns the rule off. It must hold at every judged poll for ``budget_hold`` before it
-opens, and closes once every broker is under the approach share for the evaluation
-window.
+The spec is docs/rules/broker_partition_budget.md.
 """
 
 from collections.abc import Sequence

@@ -1,47 +1,13 @@
 """copartition_mismatch (warning, critical): one sub-topology reads topics of different
-partition counts.
+partition counts, so a key's records from two topics meet in different tasks.
 
-Kafka Streams makes one task per partition number of a sub-topology, from 0 to
-the largest partition count of the topics it reads; task ``<s>_<p>`` reads
-partition ``p`` of every one of those topics that has it. With equal counts (and
-the same partitioner) a key lands in the same task whichever topic it comes
-from, which is what joins need (co-partitioning). With different counts the
-tasks past the smaller count read only some of the topics: a key's records from
-two topics meet in different tasks, so a join there misses matches and a
-stateful merge splits a key's state in two.
+Sources from the topology the snapshot carries, else from the active tasks; counts
+from the snapshot's topics. Holds when a sub-topology reads two known counts that
+differ, at every judged poll for ``copartition_mismatch_after``; critical when the
+group processes nothing, a warning while its tasks run.
 
-What Kafka does about it (read from Apache Kafka 4.3.1's sources and jars):
-
-- a KIP-1071 (``streams``) group: the broker checks every co-partition group
-  (joins) of the topology against the topics' counts and refuses a mismatch
-  (heartbeat status INCORRECTLY_PARTITIONED_TOPICS): the group stays NotReady
-  and no member gets a task; each member's stream thread then fails with a
-  TopologyException (the uncaught-exception handler decides: a replaced thread
-  rejoins and fails again, a shut-down client leaves the group empty);
-- a classic group: the leader's StreamsPartitionAssignor checks co-partition
-  groups only when the application has repartition topics; there it throws a
-  TopologyException out of the leader's poll (no assignment error code: the
-  leader's stream thread dies, and the next leader's after it). Without
-  repartition topics it checks nothing and assigns the tasks: the join runs
-  and silently mis-joins;
-- topics merged in one sub-topology without a join are no co-partition group:
-  no version checks them.
-
-Sources of a sub-topology: the topology the snapshot carries (a KIP-1071
-broker's, or a configured ``Topology#describe()``), else the topics its active
-tasks read (a Stable Streams group with every member decoded and at least one
-task). Partition counts: the snapshot's topics; a topic of unknown count is not
-judged.
-
-The rule holds at a judged poll where a sub-topology reads topics of at least
-two different known counts, and fires once it held at every judged poll for
-``copartition_mismatch_after`` (a count change is a discrete event: the hold
-only rides out a topic being grown one side at a time). A poll is judged when
-its sources are known and either some sub-topology mismatches or every
-sub-topology's counts are known. Critical when the group processes nothing
-(all assignments known, no active task: refused, or its instances stopped on
-the refusal); a warning while its tasks run (a join is not visible from
-outside: the mismatch may be a silent mis-join or an uneven merge).
+The spec, with what Kafka itself does about a mismatch, is
+docs/rules/copartition_mismatch.md.
 """
 
 from collections.abc import Sequence

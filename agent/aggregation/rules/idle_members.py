@@ -1,29 +1,10 @@
 """idle_members (info): a Kafka Streams group has more members than active tasks, so
 some stream threads hold no active task, and it stays so.
 
-Kafka Streams runs one task per (sub-topology, partition) and gives each task
-to one stream thread (one group member). With instances x threads above the
-task count, the surplus threads can never get work: the idleness is
-structural, not a moment between two assignments. Such a thread still costs a
-consumer, its buffers, heartbeats and a share of every rebalance, and the
-application is sized for a parallelism it cannot use.
+Holds at a Stable poll with every assignment known where members outnumber the
+distinct active tasks, at every judged poll for ``idle_members_after``.
 
-The rule judges a poll when the group is Stable and every member's assignment
-is known (classic groups describe members only while Stable; a member whose
-Streams data did not decode is unknown, not idle), or when the group has no
-member at all. It holds at a Stable poll of a Streams group where members
-outnumber the distinct active tasks (at least one task: a group with none is
-missing its topics, not oversized), and it must have held at every judged poll
-for ``idle_members_after``. Polls mid-rebalance neither count nor break that
-run. A member that holds only standbys or warm-ups is idle: it processes
-nothing; the explanation says when the idle members keep standbys.
-
-A member momentarily without tasks while members <= tasks (a KIP-441 warm-up,
-an assignment about to move) is not this: there are tasks enough for it.
-
-The finding is the group's (no instance is to blame); its evidence lists the
-idle members, and what would make members and tasks fit: fewer threads per
-instance, fewer instances, or more partitions.
+The spec is docs/rules/idle_members.md.
 """
 
 from collections.abc import Sequence

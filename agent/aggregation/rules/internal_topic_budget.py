@@ -1,25 +1,10 @@
 """internal_topic_budget (info, warning): a Kafka Streams application's internal topics
-and their partition replicas against configured budgets, before they become an
-operations problem (seed 001).
+and their partition replicas against configured budgets.
 
-Kafka Streams creates a repartition topic for every key change and a changelog for
-every logged store, each with the partition count of its input, times the cluster's
-replication factor. Nobody declares them: an application can quietly own dozens of
-topics and thousands of partition replicas, and a broker's cost grows with every
-replica it hosts (open files, replica fetching, index memory, leader elections on a
-restart). ``broker_partition_budget`` watches the brokers' side.
+Judged at each poll of a central agent (it lists every topic): info from
+``budget_approach_ratio`` of a budget, a warning above one, after ``budget_hold``.
 
-Judged at each poll of a Kafka Streams group by an agent that lists every topic (a
-central agent; a sidecar sees only some of them): its internal topics (the
-snapshot's topics with an ``internal_kind``) are counted, and their replicas
-(partitions x replication factor; a factor not known counts as 1, a lower bound).
-It holds from ``budget_approach_ratio`` of a budget (info) and is a warning above
-one (``internal_topics_per_application``, ``internal_replicas_per_application``; 0
-turns a budget off). The group's state does not matter: an application that is down
-still owns its topics.
-
-It must hold at every judged poll for ``budget_hold`` before it opens, and closes
-once under the approach share for the evaluation window.
+The spec is docs/rules/internal_topic_budget.md.
 """
 
 from collections.abc import Sequence

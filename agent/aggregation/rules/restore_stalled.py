@@ -1,67 +1,12 @@
-"""restore_stalled: a task's state restoration makes no progress.
+"""restore_stalled: a task's state restore makes no progress.
 
-From a sidecar (authoritative, critical): the instance is restoring (a state
-updater has active restoring tasks, or a stream thread sits in
-PARTITIONS_ASSIGNED) and no record was restored for ``restore_stall_after``
-(the task's restored-records total did not move, or, where that total is
-unknown, the state updater's restore rate stayed 0). Remaining records alone
-prove nothing: that metric overshoots and may never reach 0 (KAFKA-20711).
+A sidecar sees the restore itself: its instance restoring and no record restored
+for ``restore_stall_after`` (critical). The broker can only suspect one: an active
+stateful task with records to restore whose input gets no commit for
+``progress_stall_after`` while the group is Stable and the lag grows (warning).
 
-From the broker only (a suspicion, warning): a member holds an active
-stateful task that has records to restore, and the task's input partitions
-show no commit for ``progress_stall_after`` while the group stays Stable and
-their lag grows, or, when the member (stream thread) commits nothing at all,
-the lag of its other input partitions grows: a restore that blocks the
-thread's state updater holds the tasks queued behind it too, so nothing
-reaches the restoring task's own input. A task has records to restore when
-
-* it was just assigned to its instance (within the window, the instance held
-  it neither as an active task nor as a standby or warm-up before: a new
-  instance, or one restarted with an empty state directory, which comes back
-  under a new process id) and its changelogs hold records for it beyond the
-  offset sum the member reported (no offset sum: no local state, all of them).
-  However few: a restore of a few records takes a second, so a task that has
-  processed nothing for minutes since is stuck (in its restore, or in what
-  blocks it: a state directory lock, a throttled or refused changelog read);
-* or, held for longer, the offset sum its member reported when it last joined
-  is more than ``acceptable_recovery_lag`` below its changelogs' end offsets
-  (an instance back on an old copy of its state).
-
-Kafka Streams members of a classic group report an offset sum for every task
-they keep state for (none: no local state); KIP-1071 members report none, so
-there only a task just assigned counts, as if it had no local state (the
-broker cannot tell).
-
-The quiet time counts from the input's last commit or the group turning
-Stable, whichever came later: the assignment comes with the rebalance (with
-static membership there is none, and the input's last commit was the old
-instance's, just before it stopped), so with ``progress_stall_after`` (5
-minutes by default) a restore stuck from the start is found within one poll
-of that after its assignment. The broker sees no restore rate: a large
-state legitimately restores for minutes without a commit, which is why the
-broker's wait is that long; the explanation says how much the task's
-changelogs hold (records, and bytes from the topic's size on disk), so a
-reader can tell a restore that should have ended long ago from a big one. A
-sidecar (below) sees the restore itself and needs only
-``restore_stall_after``.
-
-Which changelog belongs to which task: first from the group's topology when
-the snapshot has it (a KIP-1071 group's, described by the broker, or the
-``Topology#describe()`` text configured for the application), which lists
-each sub-topology's changelogs. Else from the names: a changelog
-``<app>-<store>-changelog`` belongs to the sub-topology whose tasks read
-``<app>-<store>-repartition`` (a groupBy names its repartition topic after its
-store); the changelogs left over belong to the one stateful sub-topology left
-over (tasks with offset sums), if there is exactly one, or to the group's
-only sub-topology. Otherwise the mapping is unknown and the broker rule stays
-silent for that task. The changelog partition of task ``s_p`` is ``p``.
-
-Restore progress goes to /metrics for every restoring task either way:
-records remaining, the restore rate and the estimated seconds left (from the
-broker, only the remaining records: it sees no rate).
-
-Judged at every poll that sees the group Stable (the broker's view) or comes
-with a sidecar that names its instance.
+The spec (which changelog is whose, what counts as records to restore, evidence,
+what closes it) is docs/rules/restore_stalled.md.
 """
 
 from collections.abc import Iterable, Sequence

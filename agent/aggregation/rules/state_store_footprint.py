@@ -1,45 +1,12 @@
 """state_store_footprint (warning): an instance's RocksDB stores, at their configured
 memory, near its container's memory limit; or a changelog that compaction does not bound.
 
-**Memory.** Kafka Streams opens one RocksDB per key-value store per task, and one per
-segment of a window or session store (``AbstractSegments``: a segment is a directory
-``<store>.<start ms>`` holding its own RocksDB). Each RocksDB instance, without a
-``RocksDBConfigSetter``, gets its own block cache (``RocksDBStore``: an ``LRUCache`` of
-50 MiB) and up to 3 memtables of 16 MiB: about 98 MiB off-heap, outside the JVM heap
-but inside the container's limit (seed 002, Confluent's sizing guide). Standby tasks
-open their stores too. So per instance (process)::
+Memory: the RocksDB instances a sidecar counts in its state directory, over the
+tasks the instance holds, times the configured per-instance memory, against the
+app container's limit (``store_footprint_ratio``). Growth: a compact-only changelog
+whose size on disk never shrank and rose steadily over ``changelog_growth_window``.
 
-    estimate = (RocksDB instances over its held tasks' stores) x per-instance bytes
-
-with per-instance bytes = ``rocksdb_block_cache_bytes`` + ``rocksdb_write_buffer_bytes`` x
-``rocksdb_write_buffers``, or, when a ``RocksDBConfigSetter`` bounds every store to one
-shared cache and write buffer manager (``rocksdb_bounded_memory_bytes``), that bound.
-It is a capacity, not a measurement: a cache fills only as data is read, a memtable
-only as data is written; index and filter blocks (outside the block cache by default)
-come on top and grow with the data. The stores are counted from the sidecar's reading
-of the state directory (the tasks' ``rocksdb/<store>/`` and ``<store>/<store>.<seg>/``
-directories), over the tasks the instance holds (active, standby, warm-up) per the
-group's assignment: task directories left over from an earlier assignment hold no
-open RocksDB. The limit is the app container's (``SidecarInfo.memory_limit_bytes``).
-
-A sidecar's series judges its instance by the newest of its readings from the last
-two evaluation windows that has a readable state directory and a decoded assignment,
-if that reading knows the limit; the rule holds when the estimate is at least
-``store_footprint_ratio`` of the limit at every such reading for
-``evaluation_window``. The estimate is also a gauge, limit or not.
-
-**Changelog growth** (``changelog_growth_window`` > 0). A compact-only changelog
-(``cleanup.policy=compact``: key-value stores) is bounded only by its number of keys:
-a store that never deletes keys (no tombstones, no TTL of its own) grows, with its
-changelog, for ever (seed 002, "State Stores don't have TTL"). The topic's size on
-disk (``TopicInfo.size_bytes``, DescribeLogDirs over partitions and replicas) says so
-honestly only over a long look-back: the log cleaner never compacts the active
-segment, so any busy changelog grows between segment rolls. The rule holds for a
-changelog whose size never shrank over the look-back (no cleaning reclaimed anything),
-spans at least 90% of it in at least three polls, rises on a least-squares line, and
-grew by at least ``changelog_growth_min_ratio`` of its size at the start and
-``changelog_growth_min_bytes``. Windowed and session changelogs (``compact,delete``)
-have a retention and are not judged.
+The spec is docs/rules/state_store_footprint.md.
 """
 
 import re

@@ -1,62 +1,12 @@
 """threads_fewer_than_tasks (warning): a Kafka Streams group's stream threads each carry
 many active tasks while its lag keeps growing: it has too few threads to keep up.
 
-A stream thread processes its tasks one after the other, so a thread's throughput is
-shared by every task it holds. People size ``num.stream.threads`` by the input's
-partitions, but every repartition (``groupBy``, ``selectKey`` before an aggregation or
-a join) adds a sub-topology that reads the repartition topic, with as many tasks again:
-8 input partitions on 8 threads become 16 tasks, 2 per thread (seed 001). As long as
-the busiest thread holds 2 or more tasks, more threads (or instances) can take work off
-it; with one task per thread they cannot, and a growing lag is a throughput or
-hot-partition problem (``hot_partitions_colocated``), not this one.
+Holds at a judged poll when the busiest thread holds ``tasks_per_thread_threshold``
+active tasks or more and the group's lag floors rise across the four quarters of
+``tasks_per_thread_lag_window``, counting only lag that is the threads' doing (not a
+stuck restore's, a dead instance's, a loop's, or partitions that made no progress).
 
-The rule judges a poll when the group is Stable and every member's assignment is
-known (classic groups describe members only while Stable; KIP-1071 groups are judged
-Stable only, not while Assigning or Reconciling), or when the group has no member.
-It holds at a judged poll of a Streams group when
-
-- the busiest member (one member per stream thread) holds at least
-  ``tasks_per_thread_threshold`` active tasks, and
-- the group's lag (summed over the partitions it consumes, repartition topics
-  included) grows across the last ``tasks_per_thread_lag_window``: split into four
-  quarters, the least lag of each quarter is above the least lag of the quarter
-  before, and the last quarter's is at least ``tasks_per_thread_min_lag_growth``
-  records above the first's.
-
-Least values, because lag measured from committed offsets is a saw-tooth: it rises
-between two commits and drops at each (every 30 s by default), so single polls say
-little; a thread that keeps up returns to the same floor after each commit, one that
-does not leaves a higher floor every time. A spike, a step, or a backlog that drains
-raises no floor in every quarter; a history shorter than the window leaves a quarter
-empty and does not hold. The lag polls themselves need not be judged: a committed
-offset is known in any group state.
-
-Lag that is not the threads' doing is not counted: when the group's lag grows, the
-rule looks again without the partitions
-
-- of a task or an instance another finding already explains: ``restore_stalled`` (a
-  task, or an instance, stuck restoring: it processes nothing until its restore ends)
-  and ``stream_threads_dead`` (an instance that lost threads: bring them back, do not
-  add more), open on the group or found at this poll; while ``rebalance_loop`` holds
-  the whole group's lag is the loop's, and the rule does not hold;
-- whose committed offset did not move over the window's last quarter while they had a
-  lag: nothing processed them. A thread short of capacity still works through each of
-  its tasks and commits them every ``commit.interval.ms`` (30 s by default; the
-  quarters' floors already count on a commit within a quarter); a task that makes no
-  progress at all is stuck (a restore, a blocked processor, a thread that died), and
-  more threads would not move it. Lag that stuck partitions alone add cannot raise
-  the last quarter's floor 1000 records above the first's unless they were stuck
-  through that whole quarter, so this leaves out every one that could.
-
-The rule holds only if the lag left grows as above (its floors from the polls that
-still list their partitions: older polls keep only the group's total, 6 minutes back by
-default, see ``group.partition_look_back``; a window longer than that can tell nothing
-once something is left out). The evidence lists what was left out, and why.
-
-The finding is the group's, held since the judged polls began to show it (polls not
-judged neither hold nor break that run); its evidence says which sub-topologies read
-repartition topics (the task partitions name their topics; the snapshot marks a
-topic's internal kind), and what would bring the busiest thread below the threshold.
+The spec is docs/rules/threads_fewer_than_tasks.md.
 """
 
 from bisect import bisect_left
