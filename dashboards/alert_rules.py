@@ -3,9 +3,10 @@
 The templates (``dashboards/alerts/templates/*.rules.yml``) are rule files with
 ``${dotted.name}`` placeholders; the values (defaults in
 ``dashboards/alerts/config/values.yaml``) set the runbook and Grafana URLs, the
-selectors of ksmon's own scrape targets, and each alert's thresholds, ``for:`` and
-severity. ``${dashboard.<name>}`` is not a setting: it is the path of the ksmon
-dashboard an alert links to (``dashboards.links.ALERT_DASHBOARDS``).
+selectors of ksmon's own scrape targets, each alert's thresholds, ``for:`` and
+severity, and which alerts are left out (``disabledAlerts``). ``${dashboard.<name>}``
+is not a setting: it is the path of the ksmon dashboard an alert links to
+(``dashboards.links.ALERT_DASHBOARDS``).
 
 The rendered defaults are committed as ``dashboards/alerts/*.rules.yml`` (which
 ``deploy/generate.py`` packages as PrometheusRules); a test fails when they are stale.
@@ -36,6 +37,7 @@ ALERTS_DIR = ROOT / "dashboards" / "alerts"
 TEMPLATES_DIR = ALERTS_DIR / "templates"
 DEFAULTS_FILE = ALERTS_DIR / "config" / "values.yaml"
 BUILT_IN_PREFIX = "dashboard."
+DISABLED = "disabledAlerts"  # the alerts a rendering leaves out: a list, no placeholder
 
 _NAME = r"[A-Za-z][A-Za-z0-9]*"
 _PLACEHOLDER = re.compile(rf"\$\{{({_NAME}(?:\.{_NAME})*)\}}")
@@ -44,6 +46,7 @@ _SEVERITY = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 _MATCHER = r'\s*[A-Za-z_][A-Za-z0-9_]*\s*(?:=~|!~|!=|=)\s*"(?:[^"\\\n]|\\.)*"\s*'
 _SELECTOR = re.compile(rf"{_MATCHER}(?:,{_MATCHER})*,?\s*")
 _URL = re.compile(r"https?://[^\s\"\\{}`]+")
+_ALERT_LINE = re.compile(r"( *)- alert: ([A-Za-z0-9]+)\n?")
 
 
 def _read_yaml(path: Path) -> object:
@@ -71,8 +74,9 @@ def _defaults() -> dict[str, object]:
     return content
 
 
-# Every setting's dotted name, in the defaults file's order.
-PLACEHOLDERS: tuple[str, ...] = tuple(name for name, _ in _flatten(_defaults()))
+# Every setting's dotted name, in the defaults file's order (``disabledAlerts`` is not
+# one: it fills no placeholder, it leaves rules out).
+PLACEHOLDERS: tuple[str, ...] = tuple(name for name, _ in _flatten(_defaults()) if name != DISABLED)
 
 
 def load_values(path: Path | None = None) -> dict[str, object]:
@@ -89,6 +93,9 @@ def load_values(path: Path | None = None) -> dict[str, object]:
                 )
             _merge(values, content, path, "")
     for name, value in _flatten(values):
+        if name == DISABLED:
+            _check_disabled(path or DEFAULTS_FILE, value)
+            continue
         checked = _checked(path or DEFAULTS_FILE, name, value)
         if checked is not value:
             _set(values, name, checked)
@@ -102,10 +109,66 @@ def render_rule_files(values: Mapping[str, object]) -> dict[str, str]:
     ``rules.KsmonJobStale.for``). Each value is written as its text, unchecked: pass what
     ``load_values`` checked, or expressions of another templating language (such as
     ``{{ .Values.alerting.<name> }}`` for each name in ``PLACEHOLDERS``)."""
+    disabled = values.get(DISABLED, ())
+    assert isinstance(disabled, list | tuple)  # noqa: S101 - load_values checked it
     return {
-        template.name: _header(template.name) + _fill(template, values)
+        template.name: _header(template.name)
+        + without_alerts(_fill(template, values), frozenset(disabled))
         for template in sorted(TEMPLATES_DIR.glob("*.rules.yml"))
     }
+
+
+def alert_spans(text: str) -> list[tuple[str, int, int]]:
+    """Each alerting rule of a rule file's text: its alert's name and the lines it spans,
+    ``[start, end)``, from the comment lines just before its ``- alert:`` line to the
+    line before the next rule, group or comment at its indentation or less."""
+    lines = text.splitlines(keepends=True)
+    spans = []
+    for index, line in enumerate(lines):
+        match = _ALERT_LINE.fullmatch(line)
+        if match is None:
+            continue
+        indent = len(match.group(1))
+        start = index
+        while start > 0 and lines[start - 1].startswith(" " * indent + "#"):
+            start -= 1
+        end = index + 1
+        while end < len(lines) and (not lines[end].strip() or _indent(lines[end]) > indent):
+            end += 1
+        spans.append((match.group(2), start, end))
+    return spans
+
+
+def without_alerts(text: str, disabled: frozenset[str]) -> str:
+    """``text`` without the rules of the ``disabled`` alerts (every rule of each); a group
+    left with none gets ``rules: []``, which Prometheus accepts."""
+    if not disabled:
+        return text
+    lines = text.splitlines(keepends=True)
+    dropped: set[int] = set()
+    for name, start, end in alert_spans(text):
+        if name in disabled:
+            dropped.update(range(start, end))
+    kept = [line for index, line in enumerate(lines) if index not in dropped]
+    for index, line in enumerate(kept):
+        following = next((later for later in kept[index + 1 :] if later.strip()), None)
+        if line.strip() == "rules:" and (following is None or _indent(following) <= _indent(line)):
+            kept[index] = line.replace("rules:", "rules: []")
+    return "".join(kept)
+
+
+def alert_names() -> list[str]:
+    """Every alert the templates define, in the order they define them."""
+    names: list[str] = []
+    for template in sorted(TEMPLATES_DIR.glob("*.rules.yml")):
+        for name, _, _ in alert_spans(template.read_text(encoding="utf-8")):
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" "))
 
 
 def stale_files(directory: Path = ALERTS_DIR) -> list[str]:
@@ -302,6 +365,23 @@ def _kind(name: str) -> _Kind:
     return _COMMAND_KIND
 
 
+def _check_disabled(source: Path, value: object) -> None:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(
+            f"alerting values {source}: {DISABLED}: a list of alert names, not {value!r}"
+        )
+    known = alert_names()
+    for name in value:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = (
+                f" (did you mean {close[0]}?)"
+                if close
+                else " (the alerts are those of dashboards/alerts/)"
+            )
+            raise ConfigError(f"alerting values {source}: {DISABLED}: no alert {name}{hint}")
+
+
 def _checked(source: Path, name: str, value: object) -> object:
     """``value`` if it is right for setting ``name`` (a URL without a trailing '/')."""
     kind = _kind(name)
@@ -314,14 +394,20 @@ def _schema(node: Mapping[str, object], prefix: str) -> dict[str, object]:
     properties = {
         key: _schema(value, f"{prefix}{key}.")
         if isinstance(value, Mapping)
+        else _disabled_schema()
+        if f"{prefix}{key}" == DISABLED
         else dict(_kind(f"{prefix}{key}").schema)
         for key, value in node.items()
     }
     return {"type": "object", "additionalProperties": False, "properties": properties}
 
 
+def _disabled_schema() -> dict[str, object]:
+    return {"type": "array", "uniqueItems": True, "items": {"enum": alert_names()}}
+
+
 def _hint(name: str) -> str:
-    close = difflib.get_close_matches(name, PLACEHOLDERS, n=1)
+    close = difflib.get_close_matches(name, (*PLACEHOLDERS, DISABLED), n=1)
     if close:
         return f" (did you mean {close[0]}?)"
     return " (the settings are those of dashboards/alerts/config/values.yaml)"

@@ -250,7 +250,9 @@ def helm_rules_template(settings: AlertSettings) -> str:
             documents.append(
                 _chart_object_header(rule, "alerts", "prometheusRule.labels", ".Release.Namespace")
                 + "spec:\n"
-                + _escape_for_helm(spec, settings.markers, _numeric_settings(settings))
+                + _switchable_alerts(
+                    _escape_for_helm(spec, settings.markers, _numeric_settings(settings))
+                )
             )
     unused = sorted(set(settings.markers.values()) - used)
     if unused:
@@ -334,6 +336,8 @@ def _settings_schema(value: object) -> dict[str, Any]:
         }
     if isinstance(value, int | float) and not isinstance(value, bool):
         return {"type": "number", "minimum": 0}
+    if isinstance(value, list):  # disabledAlerts: alert names
+        return {"type": "array", "uniqueItems": True, "items": {"enum": alert_rules.alert_names()}}
     return {"type": "string", "minLength": 1}
 
 
@@ -410,6 +414,40 @@ def _escape_for_helm(text: str, markers: dict[str, str], numbers: set[str]) -> s
         return f'{{{{ print "{{" {argument} }}}}'
 
     return re.sub(f"(?P<brace>{{?)(?P<marker>{alternatives})", expression, escaped)
+
+
+def _switchable_alerts(spec: str) -> str:
+    """Each alerting rule behind ``alerting.disabledAlerts``, as the renderer leaves the
+    disabled ones out; a group whose every alert is disabled gets ``rules: []``."""
+    disabled = f"$.Values.alerting.{alert_rules.DISABLED}"
+    lines = spec.splitlines(keepends=True)
+    groups = [index for index, line in enumerate(lines) if line.strip() == "rules:"]
+    opening: dict[int, str] = {}
+    closing: dict[int, int] = {}
+    alerts_of: dict[int, list[str]] = {index: [] for index in groups}
+    for name, start, end in alert_rules.alert_spans(spec):
+        opening[start] = f'{{{{- if not (has "{name}" {disabled}) }}}}\n'
+        closing[end] = closing.get(end, 0) + 1
+        group = max(index for index in groups if index < start)
+        if name not in alerts_of[group]:
+            alerts_of[group].append(name)
+    out = []
+    for index, line in enumerate(lines):
+        out.extend(["{{- end }}\n"] * closing.get(index, 0))
+        out.append(opening.get(index, ""))
+        if alerts_of.get(index):
+            # "rules: []" when every alert of the group is disabled: null is no list.
+            listed = " ".join(f'"{name}"' for name in alerts_of[index])
+            out.append(
+                line.rstrip("\n")
+                + f"{{{{- $on := false }}}}{{{{- range list {listed} }}}}"
+                + f"{{{{- if not (has . {disabled}) }}}}{{{{- $on = true }}}}{{{{- end }}}}"
+                + "{{- end }}{{ if not $on }} []{{ end }}\n"
+            )
+            continue
+        out.append(line)
+    out.extend(["{{- end }}\n"] * closing.get(len(lines), 0))
+    return "".join(out)
 
 
 def _numeric_settings(settings: AlertSettings) -> set[str]:

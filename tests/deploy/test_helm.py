@@ -102,6 +102,8 @@ ALERTING: dict[str, Any] = {
         "KsmonTargetDown": {"for": "7m", "severity": "critical"},
         "KafkaStreamsTimeLagHigh": {"thresholdSeconds": 900},
     },
+    # One alert of two rules, one of one: both left out by the chart as by the renderer.
+    "disabledAlerts": ["KafkaStreamsThreadsDead", "KsmonJobAbsent"],
 }
 # What each values case names but does not create.
 EXISTING: dict[str, set[tuple[str, str]]] = {
@@ -542,6 +544,8 @@ def test_alerting_values_render_the_rules_the_alert_renderer_renders(
     texts = yaml.safe_dump([rule["spec"] for rule in rules.values()], width=1000)
     assert "runbook_url: https://wiki.example.com/ksmon/KsmonTargetDown.md" in texts
     assert 'up{job=~"streams/.*"} == 0' in texts
+    assert "KsmonJobAbsent" not in texts
+    assert "alert: KafkaStreamsThreadsDead" not in texts
     for path, rule in rules.items():
         rule_file = tmp_path / Path(path).name
         rule_file.write_text(yaml.safe_dump(rule["spec"]))

@@ -33,6 +33,8 @@ EXPLAIN_SOURCE = ROOT / "agent" / "explain" / "render.py"
 
 BROKEN_YAML = "rules: [\n"
 WRONG_VALUES = [
+    ("disabledAlerts: [KsmonJobAbsnt]\n", "did you mean KsmonJobAbsent?"),
+    ("disabledAlerts: KsmonJobAbsent\n", "disabledAlerts: a list of alert names"),
     ("rules:\n  KsmonJobStale:\n    fro: 5m\n", "unknown setting rules.KsmonJobStale.fro"),
     ("rules:\n  KsmonJobStale:\n    fro: 5m\n", "did you mean rules.KsmonJobStale.for?"),
     ("grafanaURL: https://g.example.com\n", "unknown setting grafanaURL"),
@@ -142,6 +144,39 @@ def test_a_values_file_changes_only_what_it_sets(tmp_path: Path) -> None:
         for line in set(rendered[name].splitlines()) ^ set(default[name].splitlines())
     }
     assert all("runbook" in line or "> 900" in line or "> 300" in line for line in changed)
+
+
+def _alerts(rendered: dict[str, str]) -> dict[str, list[str]]:
+    return {
+        group["name"]: [rule["alert"] for rule in group["rules"]]
+        for text in rendered.values()
+        for group in yaml.safe_load(text)["groups"]
+    }
+
+
+def test_disabled_alerts_are_left_out_with_every_rule_of_theirs(tmp_path: Path) -> None:
+    values = tmp_path / "mine.yaml"
+    values.write_text("disabledAlerts: [KsmonJobAbsent, KafkaStreamsThreadsDead]\n")
+    default = _alerts(render_rule_files(load_values()))
+    rendered = _alerts(render_rule_files(load_values(values)))
+    # KafkaStreamsThreadsDead has two rules (the job's and the sidecar's): both go.
+    assert default["ksmon-kafka-streams"].count("KafkaStreamsThreadsDead") == 2
+    for group, alerts in default.items():
+        expected = [a for a in alerts if a not in ("KsmonJobAbsent", "KafkaStreamsThreadsDead")]
+        assert rendered[group] == expected
+
+
+def test_a_group_whose_every_alert_is_disabled_is_an_empty_valid_group(tmp_path: Path) -> None:
+    own = _alerts(render_rule_files(load_values()))["ksmon-self"]
+    values = tmp_path / "mine.yaml"
+    values.write_text(f"disabledAlerts: [{', '.join(own)}]\n")
+    directory = tmp_path / "rules"
+    directory.mkdir()
+    for name, text in render_rule_files(load_values(values)).items():
+        (directory / name).write_text(text)
+    assert _alerts(render_rule_files(load_values(values)))["ksmon-self"] == []
+    checked = run_tool("promtool", "check", "rules", *map(str, directory.glob("*.rules.yml")))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 def test_an_empty_values_file_is_the_defaults(tmp_path: Path) -> None:
