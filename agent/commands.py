@@ -17,6 +17,7 @@ from pathlib import Path
 from agent.collect.kafka_edge import KafkaEdge
 from agent.collect.poller import ClusterPoller, GroupFilter
 from agent.config import ClusterConfig, Config, kafka_client_settings, load_config, parse_config
+from agent.config.sasl_files import check_sasl_files
 from agent.config.tls_files import check_tls_files
 from agent.config.topologies import configured_topologies, configured_topology
 from agent.config.yaml_source import load_yaml
@@ -38,9 +39,10 @@ class ClusterUnreachableError(KsmonError):
 
 
 def load_usable_config(path: Path) -> Config:
-    """The config at ``path``, validated, with the TLS files it names readable and valid."""
+    """The config at ``path``, validated, with the TLS and SASL files it names readable."""
     config = load_config(path)
     check_tls_files(config, str(path))
+    check_sasl_files(config, str(path))
     return config
 
 

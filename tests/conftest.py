@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING
 import pytest
 
 from agent.collect.kafka_edge import KafkaEdge
-from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution, SaslSslListener, fetch_kafka
+from agent.embedded.kafka import (
+    EmbeddedKafka,
+    KafkaDistribution,
+    OAuthListener,
+    SaslSslListener,
+    fetch_kafka,
+)
 from agent.embedded.streams_app import (
     KAFKA_STREAMS_3X_VERSION,
     StreamsAppBuild,
@@ -15,6 +21,7 @@ from agent.embedded.streams_app import (
 )
 from agent.errors import KsmonError
 from tests.support.environment import unavailable
+from tests.support.oidc import AUDIENCE, OAUTH_CLIENTS, OidcProvider
 from tests.support.secure import SCRAM_USERS, SUPER_USER, SecureListener
 from tests.support.streams import StreamsApps
 from tests.support.tls import BrokerTlsFiles, make_broker_tls
@@ -42,15 +49,26 @@ def broker_tls(tmp_path_factory: pytest.TempPathFactory) -> BrokerTlsFiles:
 
 
 @pytest.fixture(scope="session")
+def oidc() -> Iterator[OidcProvider]:
+    """The session's OpenID Connect provider on 127.0.0.1 (tokens, JWKS) for the broker's
+    OAUTHBEARER listener: up before the broker, which fetches its JWKS at start."""
+    provider = OidcProvider(OAUTH_CLIENTS).start()
+    yield provider
+    provider.stop()
+
+
+@pytest.fixture(scope="session")
 def kafka(
     kafka_distribution: KafkaDistribution,
     broker_tls: BrokerTlsFiles,
+    oidc: OidcProvider,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[EmbeddedKafka]:
     """The session's single real broker (KRaft, 127.0.0.1, a free port).
 
     Listeners: PLAINTEXT (what most tests use, unrestricted), SASL_PLAINTEXT
-    with PLAIN users, and SASL_SSL with SCRAM-SHA-512 users (``secure_listener``).
+    with PLAIN users, SASL_SSL with SCRAM-SHA-512 users (``secure_listener``), and
+    OAUTH (SASL_PLAINTEXT, OAUTHBEARER tokens of ``oidc``).
     An ACL authorizer runs, but the PLAINTEXT principal and ``ksmon`` are super
     users: only the SCRAM principals of ``tests.support.secure`` are restricted.
     """
@@ -59,6 +77,7 @@ def kafka(
         tmp_path_factory.mktemp("kafka"),
         sasl_plain_users={SASL_USER: SASL_PASSWORD},
         sasl_ssl=SaslSslListener(broker_tls.key_store, SCRAM_USERS),
+        oauth=OAuthListener(oidc.jwks_url, AUDIENCE),
         super_users=[f"User:{SUPER_USER}"],
     )
     try:

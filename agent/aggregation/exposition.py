@@ -39,7 +39,7 @@ from agent.aggregation.results import (
 )
 from agent.aggregation.rules.consumer_status import STATUSES
 from agent.aggregation.state import JobState, JobView
-from agent.exposition.metrics_cache import Exposition
+from agent.exposition.scrape_body import Exposition
 from agent.model.findings import Finding
 
 FINDING_LABELS = [

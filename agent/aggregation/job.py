@@ -36,6 +36,7 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkRuntimeError, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
+from agent.aggregation.api import JobApi
 from agent.aggregation.board import BatchTally, Board
 from agent.aggregation.checkpoint import Checkpoint, checkpoint_dir
 from agent.aggregation.exposition import JobExposition
@@ -54,7 +55,12 @@ from agent.aggregation.kafka_package import kafka_source_conf
 from agent.aggregation.operator import judged, outputs
 from agent.aggregation.quarantine import write_rejected
 from agent.aggregation.session import spark_session
-from agent.aggregation.source import kafka_stream, spool_stream
+from agent.aggregation.source import (
+    java_options_conf,
+    jvm_system_properties,
+    kafka_stream,
+    spool_stream,
+)
 from agent.aggregation.state import JobState
 from agent.config import Config, kafka_client_settings
 from agent.errors import ConfigError, SetupError, described, first_line
@@ -73,6 +79,10 @@ def job_session(config: Config, *, master: str | None = None) -> SparkSession:
     spark = config.aggregation.spark
     reads_topic = config.aggregation.input.type == "kafka"
     extra = kafka_source_conf(spark) if reads_topic else None
+    if config.aggregation.input.kafka is not None:
+        # The Kafka source's Java clients: token endpoints they may use, Kerberos.
+        source_cluster = config.cluster(config.aggregation.input.kafka.cluster)
+        extra = {**(extra or {}), **java_options_conf(jvm_system_properties([source_cluster]))}
     try:
         return spark_session(
             "ksmon-aggregate",
@@ -216,6 +226,7 @@ class AggregationJob:
                 listen.port,
                 ready=lambda: self.state.view().started,
                 exposition=JobExposition(self.state),
+                api=JobApi(self.state),
             )
 
     # -- lifecycle -----------------------------------------------------------------------

@@ -16,6 +16,8 @@ UNSTABLE_RATIO = "unstable_ratio"
 STORE_MEMORY_ESTIMATE = "store_memory_estimate"
 GROUP_STATUS = "group_status"  # 1 for the group's status, 0 for the others (``status``)
 GROUP_STATUS_PARTITIONS = "group_status_partitions"  # partitions in each ``status``
+# A partition not ok: its ``status`` and, as the value, its lag (the JSON API's; not /metrics).
+PARTITION_STATUS = "partition_status"
 
 GAUGE_LABELS = ("process", "thread", "task", "topic", "partition", "source", "status")
 

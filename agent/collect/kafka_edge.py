@@ -576,7 +576,7 @@ def _io_thread_ident(client: Any) -> int | None:
 _BOOTSTRAP_REASONS = (
     (
         ("sasl", "authentic"),
-        "authentication failed ({error}); check the SASL mechanism, username and password",
+        "authentication failed ({error}); check the SASL mechanism and its credentials",
     ),
     (
         ("hostname mismatch", "ip address mismatch"),
@@ -623,7 +623,7 @@ def _explain(described: list[tuple[str, str]], *, sasl: bool) -> str:
         return (
             f"cannot connect: {name}: {text}: the broker closed every connection during "
             "login, which with SASL usually means refused credentials; check the SASL "
-            "mechanism, username and password"
+            "mechanism and its credentials"
         )
     return f"cannot connect: {name}: {text}"
 

@@ -5,7 +5,7 @@ choices, regexes, durations, sizes, and the rules that span keys. The first
 problem is one ``ConfigError`` line naming the file, the line and the key::
 
     ksmon.yaml:9: clusters[0].security.sasl.mechanism: must be one of PLAIN,
-    SCRAM-SHA-256, SCRAM-SHA-512, got 'SCRAM'
+    SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM, GSSAPI, got 'SCRAM'
 
 Secrets come from ``{env: VAR}``, ``{file: PATH}`` or plain text, and live in
 ``Secret`` objects that never show their value; only ``kafka_client_settings``
@@ -23,6 +23,7 @@ from agent.config.schema import (
     AgentConfig,
     AgentMode,
     AggregationConfig,
+    AwsIamConfig,
     ClusterConfig,
     Compression,
     Config,
@@ -34,10 +35,12 @@ from agent.config.schema import (
     InputConfig,
     KafkaInputConfig,
     KafkaSinkConfig,
+    KerberosConfig,
     LagGranularity,
     LogFormat,
     LoggingConfig,
     LogLevel,
+    OAuthConfig,
     OffsetsTopicConfig,
     PollConfig,
     SaslConfig,
@@ -65,6 +68,7 @@ __all__ = [
     "AgentConfig",
     "AgentMode",
     "AggregationConfig",
+    "AwsIamConfig",
     "ClusterConfig",
     "Compression",
     "Config",
@@ -78,10 +82,12 @@ __all__ = [
     "InputConfig",
     "KafkaInputConfig",
     "KafkaSinkConfig",
+    "KerberosConfig",
     "LagGranularity",
     "LogFormat",
     "LogLevel",
     "LoggingConfig",
+    "OAuthConfig",
     "OffsetsTopicConfig",
     "PollConfig",
     "SaslConfig",

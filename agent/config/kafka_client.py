@@ -1,6 +1,12 @@
 """A cluster's settings as kafka-python 3 client keyword arguments."""
 
-from agent.config.schema import ClusterConfig
+from functools import cache
+from typing import TYPE_CHECKING
+
+from agent.config.schema import ClusterConfig, KerberosConfig, OAuthConfig
+
+if TYPE_CHECKING:
+    from agent.config.oauth_token import ClientCredentialsTokenProvider
 
 
 def kafka_client_settings(cluster: ClusterConfig) -> dict[str, object]:
@@ -29,6 +35,36 @@ def kafka_client_settings(cluster: ClusterConfig) -> dict[str, object]:
     sasl = cluster.security.sasl
     if sasl is not None:
         settings["sasl_mechanism"] = sasl.mechanism
-        settings["sasl_plain_username"] = sasl.username
-        settings["sasl_plain_password"] = sasl.password.reveal()
+        if sasl.username is not None and sasl.password is not None:
+            settings["sasl_plain_username"] = sasl.username
+            settings["sasl_plain_password"] = sasl.password.reveal()
+        if sasl.oauth is not None:
+            settings["sasl_oauth_token_provider"] = oauth_token_provider(
+                sasl.oauth, cluster.poll.request_timeout
+            )
+        if sasl.kerberos is not None:
+            settings["sasl_kerberos_service_name"] = sasl.kerberos.service_name
+        # AWS_MSK_IAM: kafka-python's mechanism takes its credentials and region from
+        # botocore's chain, and no keyword arguments.
     return settings
+
+
+@cache
+def oauth_token_provider(oauth: OAuthConfig, timeout: float) -> "ClientCredentialsTokenProvider":
+    """One token provider per ``oauth`` section (by value): the process's clients of a
+    cluster share its token instead of each asking the endpoint for one."""
+    from agent.config.oauth_token import (  # noqa: PLC0415 - kafka-python is slow to import
+        ClientCredentialsTokenProvider,
+    )
+
+    return ClientCredentialsTokenProvider(oauth, timeout=timeout)
+
+
+def kerberos_environment(kerberos: KerberosConfig) -> dict[str, str]:
+    """The environment GSS-API (MIT Kerberos) reads for a login with a keytab: kafka-python
+    passes no credentials of its own, so the library finds the client keytab and the
+    realm configuration there."""
+    environment = {"KRB5_CLIENT_KTNAME": str(kerberos.keytab)}
+    if kerberos.krb5_conf is not None:
+        environment["KRB5_CONFIG"] = str(kerberos.krb5_conf)
+    return environment

@@ -5,10 +5,12 @@ key's path: a person fixes one thing at a time. Within a mapping, misspelt
 keys are reported before values, so a typo is not mistaken for a default.
 """
 
+import ipaddress
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from agent.config.location import ConfigFileError, Place
 from agent.config.reader import INT32_MAX, SecretReference, Section
@@ -19,6 +21,7 @@ from agent.config.schema import (
     LAG_GRANULARITIES,
     LOG_FORMATS,
     LOG_LEVELS,
+    PASSWORD_MECHANISMS,
     SASL_MECHANISMS,
     SASL_PROTOCOLS,
     SECURITY_PROTOCOLS,
@@ -28,6 +31,7 @@ from agent.config.schema import (
     TLS_PROTOCOLS,
     AgentConfig,
     AggregationConfig,
+    AwsIamConfig,
     ClusterConfig,
     Config,
     DetectorsConfig,
@@ -39,10 +43,13 @@ from agent.config.schema import (
     InputType,
     KafkaInputConfig,
     KafkaSinkConfig,
+    KerberosConfig,
     LoggingConfig,
+    OAuthConfig,
     OffsetsTopicConfig,
     PollConfig,
     SaslConfig,
+    SaslMechanism,
     SecurityConfig,
     SidecarConfig,
     SinkConfig,
@@ -52,7 +59,7 @@ from agent.config.schema import (
     TlsConfig,
     TopologyConfig,
 )
-from agent.config.values import format_duration, format_size, parse_size
+from agent.config.values import format_duration, format_size, parse_size, shown
 from agent.config.yaml_source import YamlMap, load_yaml
 from agent.streams.topology import TopologyParseError, parse_topology
 
@@ -204,11 +211,17 @@ def _read_security(s: Section) -> SecurityConfig:
     if s.has("sasl") and protocol not in SASL_PROTOCOLS:
         raise s.fail("sasl", f"only used with protocol SASL_PLAINTEXT or SASL_SSL, but {named}")
     if protocol in SASL_PROTOCOLS and not s.has("sasl"):
-        raise s.fail("sasl", f"required with protocol {protocol} (mechanism, username, password)")
+        raise s.fail(
+            "sasl", f"required with protocol {protocol} (mechanism and its login settings)"
+        )
     return SecurityConfig(
         protocol=protocol,
         tls=_read_tls(s.section("tls", TlsConfig)) if protocol in TLS_PROTOCOLS else None,
-        sasl=_read_sasl(s.section("sasl", SaslConfig)) if protocol in SASL_PROTOCOLS else None,
+        sasl=(
+            _read_sasl(s.section("sasl", SaslConfig), protocol)
+            if protocol in SASL_PROTOCOLS
+            else None
+        ),
     )
 
 
@@ -229,13 +242,170 @@ def _read_tls(s: Section) -> TlsConfig:
     return tls
 
 
-def _read_sasl(s: Section) -> SaslConfig:
+# Each mechanism's own keys under sasl; any other one written is an error naming it.
+_SASL_KEYS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(PASSWORD_MECHANISMS, ("username", "password")),
+    "OAUTHBEARER": ("oauth",),
+    "AWS_MSK_IAM": ("aws",),
+    "GSSAPI": ("kerberos",),
+}
+_LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+# RFC 7628 section 3.1: an extension's name is letters, its value visible characters,
+# spaces and tabs; "auth" carries the token itself.
+_EXTENSION_NAME = re.compile(r"[A-Za-z]+")
+_EXTENSION_VALUE = re.compile(r"[\x21-\x7E \t\r\n]+")
+
+
+def _read_sasl(s: Section, protocol: str) -> SaslConfig:
     mechanism = s.choice("mechanism", SASL_MECHANISMS)
+    if mechanism == "AWS_MSK_IAM" and protocol != "SASL_SSL":
+        raise s.fail(
+            "mechanism",
+            f"AWS_MSK_IAM needs protocol SASL_SSL (MSK's IAM listeners are TLS), "
+            f"but protocol is {protocol}",
+        )
+    own = _SASL_KEYS[mechanism]
+    for key in ("username", "password", "oauth", "aws", "kerberos"):
+        if s.has(key) and key not in own:
+            users = sorted(m for m, keys in _SASL_KEYS.items() if key in keys)
+            raise s.fail(
+                key,
+                f"only used with mechanism {' or '.join(users)}, but mechanism is {mechanism}",
+            )
+    if mechanism == "OAUTHBEARER":
+        _require_section(s, "oauth", mechanism, "token_endpoint_url, client_id, client_secret")
+        return SaslConfig(mechanism=mechanism, oauth=_read_oauth(s.section("oauth", OAuthConfig)))
+    if mechanism == "GSSAPI":
+        _require_section(s, "kerberos", mechanism, "principal, keytab")
+        return SaslConfig(
+            mechanism=mechanism, kerberos=_read_kerberos(s.section("kerberos", KerberosConfig))
+        )
+    if mechanism == "AWS_MSK_IAM":
+        # Every key is optional: the AWS chain finds the credentials and the region.
+        return SaslConfig(mechanism=mechanism, aws=_read_aws(s.section("aws", AwsIamConfig)))
+    return _read_password_login(s, mechanism)
+
+
+def _require_section(s: Section, key: str, mechanism: SaslMechanism, keys: str) -> None:
+    if not s.has(key):
+        raise s.fail(key, f"required with mechanism {mechanism} ({keys})")
+
+
+def _read_password_login(s: Section, mechanism: SaslMechanism) -> SaslConfig:
+    if not s.has("username"):
+        raise s.fail("username", f"required key missing with mechanism {mechanism}; expected text")
     username = s.text("username")
     password = s.secret("password")
     if password is None:
         raise s.fail("password", "required key missing; expected text, {env: VAR} or {file: PATH}")
     return SaslConfig(mechanism=mechanism, username=username, password=password)
+
+
+def _read_oauth(s: Section) -> OAuthConfig:
+    url = _token_endpoint_url(s)
+    client_id = s.text("client_id", expected="the client id the identity provider issued")
+    client_secret = s.secret("client_secret")
+    if client_secret is None:
+        raise s.fail(
+            "client_secret", "required key missing; expected text, {env: VAR} or {file: PATH}"
+        )
+    return OAuthConfig(
+        token_endpoint_url=url,
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=s.text("scope") if s.has("scope") else None,
+        extensions=_sasl_extensions(s),
+        ca_file=s.optional_path("ca_file"),
+    )
+
+
+def _token_endpoint_url(s: Section) -> str:
+    """An https URL; plain http only to this machine (a test's or a local proxy's IdP),
+    since the client secret travels in it."""
+    key = "token_endpoint_url"
+    url = s.text(key, expected="the identity provider's https:// token endpoint URL")
+    expected = f"expected an https:// URL such as https://idp.example.com/oauth2/token, got {url!r}"
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number
+    except ValueError:
+        raise s.fail(key, expected) from None
+    if parts.username is not None or parts.password is not None:
+        # Not quoted: what precedes the @ may be a secret.
+        raise s.fail(key, "must not hold credentials (user:password@); use client_secret")
+    if parts.scheme not in ("https", "http") or not host or re.search(r"\s", url):
+        raise s.fail(key, expected)
+    if parts.scheme == "http" and not _is_loopback(host):
+        raise s.fail(
+            key,
+            f"must be https:// (the client secret is sent to it); http:// is allowed only "
+            f"for 127.0.0.1, localhost or ::1, got {url!r}",
+        )
+    return url
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in _LOOPBACK_HOSTS:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _sasl_extensions(s: Section) -> tuple[tuple[str, str], ...]:
+    raw = s.raw.get("extensions")
+    if raw is None:
+        return ()
+    if not isinstance(raw, YamlMap):
+        raise s.fail(
+            "extensions", f"expected a mapping of extension names to text, got {shown(raw)}"
+        )
+    place = s.at("extensions")
+    extensions = []
+    for name, value in raw.items():
+        at = place.key(str(name), raw.key_lines.get(name))
+        if not isinstance(name, str) or not _EXTENSION_NAME.fullmatch(name) or name == "auth":
+            raise at.error(
+                f"an extension name must be letters only and not 'auth', got {shown(name)}"
+            )
+        if not isinstance(value, str) or not _EXTENSION_VALUE.fullmatch(value):
+            raise at.error(
+                f"expected text of visible ASCII characters and spaces, got {shown(value)}"
+                + (" (quote it to make it text)" if isinstance(value, int | float) else "")
+            )
+        extensions.append((name, value))
+    return tuple(extensions)
+
+
+def _read_aws(s: Section) -> AwsIamConfig:
+    region = s.text("region") if s.has("region") else None
+    if region is not None and not re.fullmatch(r"[a-z]{2}(-[a-z0-9]+)+", region):
+        raise s.fail("region", f"expected an AWS region such as eu-west-1, got {region!r}")
+    return AwsIamConfig(region=region, profile=s.text("profile") if s.has("profile") else None)
+
+
+def _read_kerberos(s: Section) -> KerberosConfig:
+    service_name = s.text("service_name")
+    if "/" in service_name or "@" in service_name:
+        raise s.fail(
+            "service_name",
+            "expected the first part of the brokers' principal only (kafka for "
+            f"kafka/broker-1.example.com@EXAMPLE.COM), got {service_name!r}",
+        )
+    principal = s.text(
+        "principal", expected="the client's Kerberos principal such as ksmon/agent@EXAMPLE.COM"
+    )
+    keytab = s.optional_path("keytab")
+    if keytab is None:
+        raise s.fail("keytab", f"required key missing; expected the keytab file of {principal}")
+    return KerberosConfig(
+        service_name=service_name,
+        principal=principal,
+        keytab=keytab,
+        krb5_conf=s.optional_path("krb5_conf"),
+    )
 
 
 def _read_groups(s: Section) -> GroupsConfig:

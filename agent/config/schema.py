@@ -19,7 +19,9 @@ AgentMode = Literal["central", "sidecar"]
 LogFormat = Literal["json", "text"]
 LogLevel = Literal["debug", "info", "warning", "error"]
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
-SaslMechanism = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+SaslMechanism = Literal[
+    "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "AWS_MSK_IAM", "GSSAPI"
+]
 SinkType = Literal["kafka", "spool", "none"]
 Compression = Literal["none", "gzip"]  # the codecs kafka-python needs no extra package for
 LagGranularity = Literal["partition", "topic"]
@@ -42,6 +44,8 @@ STARTING_OFFSETS: tuple[StartingOffsets, ...] = get_args(StartingOffsets)
 
 TLS_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SSL", "SASL_SSL")
 SASL_PROTOCOLS: tuple[SecurityProtocol, ...] = ("SASL_PLAINTEXT", "SASL_SSL")
+# The mechanisms that log in with a username and password.
+PASSWORD_MECHANISMS: tuple[SaslMechanism, ...] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 # Every interface: the endpoint is there to be scraped from outside the pod.
@@ -88,10 +92,47 @@ class TlsConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OAuthConfig:
+    """OAUTHBEARER: an access token from an OIDC provider, by the client credentials grant."""
+
+    token_endpoint_url: str  # https, or http on a loopback host only
+    client_id: str
+    client_secret: Secret
+    scope: str | None = None  # None: the provider's default scope
+    # SASL extensions sent with the token (RFC 7628), such as Confluent Cloud's logicalCluster.
+    extensions: tuple[tuple[str, str], ...] = ()
+    ca_file: Path | None = None  # the CA of the token endpoint; None: the system's CAs
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AwsIamConfig:
+    """AWS_MSK_IAM: credentials from the standard AWS chain (environment, profile, role)."""
+
+    region: str | None = None  # None: from the chain, else the broker's host name
+    profile: str | None = None  # None: the chain's default
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KerberosConfig:
+    """GSSAPI: a Kerberos principal logging in with its keytab."""
+
+    service_name: str = "kafka"  # the brokers' principal is service_name/host@REALM
+    principal: str
+    keytab: Path
+    krb5_conf: Path | None = None  # None: the system's (or KRB5_CONFIG's)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SaslConfig:
+    """One mechanism and exactly its own settings: username and password for PLAIN and
+    SCRAM, ``oauth`` for OAUTHBEARER, ``aws`` for AWS_MSK_IAM, ``kerberos`` for GSSAPI."""
+
     mechanism: SaslMechanism
-    username: str
-    password: Secret
+    username: str | None = None
+    password: Secret | None = None
+    oauth: OAuthConfig | None = None
+    aws: AwsIamConfig | None = None
+    kerberos: KerberosConfig | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -499,8 +540,7 @@ def _describe_connection(cluster: ClusterConfig) -> str:
     security = cluster.security
     connection: str = security.protocol
     if security.sasl is not None:
-        sasl = security.sasl
-        connection += f" {sasl.mechanism} as {sasl.username} (password from {sasl.password.origin})"
+        connection += f" {_describe_sasl(security.sasl)}"
     if security.tls is not None:
         tls = security.tls
         connection += f", CA {tls.ca_file or 'system'}"
@@ -509,6 +549,38 @@ def _describe_connection(cluster: ClusterConfig) -> str:
         if not tls.check_hostname:
             connection += ", host names NOT checked"
     return f"{','.join(cluster.bootstrap_servers)} over {connection}"
+
+
+def _describe_sasl(sasl: SaslConfig) -> str:
+    """The mechanism and who logs in, naming where secrets come from, never their value."""
+    if sasl.oauth is not None:
+        oauth = sasl.oauth
+        scope = f", scope {oauth.scope}" if oauth.scope else ""
+        extensions = (
+            f", extensions {','.join(name for name, _ in oauth.extensions)}"
+            if oauth.extensions
+            else ""
+        )
+        return (
+            f"{sasl.mechanism} as client {oauth.client_id} of {oauth.token_endpoint_url} "
+            f"(secret from {oauth.client_secret.origin}{scope}{extensions})"
+        )
+    if sasl.kerberos is not None:
+        kerberos = sasl.kerberos
+        krb5 = f", {kerberos.krb5_conf}" if kerberos.krb5_conf is not None else ""
+        return (
+            f"{sasl.mechanism} as {kerberos.principal} (keytab {kerberos.keytab}{krb5}) "
+            f"to service {kerberos.service_name}"
+        )
+    if sasl.aws is not None:
+        aws = sasl.aws
+        chosen = [f"profile {aws.profile}"] if aws.profile else []
+        chosen += [f"region {aws.region}"] if aws.region else []
+        return f"{sasl.mechanism} (credentials from the AWS chain{'; ' if chosen else ''}" + (
+            ", ".join(chosen) + ")"
+        )
+    password = sasl.password.origin if sasl.password is not None else "nowhere"
+    return f"{sasl.mechanism} as {sasl.username} (password from {password})"
 
 
 def _describe_cluster(

@@ -117,6 +117,7 @@ class BrokerMeta:
     kafka_version: str
     sasl_port: int | None = None
     sasl_ssl_port: int | None = None
+    oauth_port: int | None = None
 
     @classmethod
     def load(cls, path: Path) -> "BrokerMeta | None":
@@ -159,6 +160,16 @@ class SaslSslListener:
                 )
 
 
+@dataclass(frozen=True)
+class OAuthListener:
+    """An optional SASL_PLAINTEXT listener named OAUTH with OAUTHBEARER logins, validated
+    by Kafka's own OIDC validator against ``jwks_url`` (which must answer before the
+    broker starts) and ``audience``; a token's ``sub`` is its principal."""
+
+    jwks_url: str
+    audience: str
+
+
 ANONYMOUS = "User:ANONYMOUS"  # the principal of PLAINTEXT (and CONTROLLER) connections
 
 
@@ -190,6 +201,7 @@ class EmbeddedKafka:
         overrides: Mapping[str, str] | None = None,
         sasl_plain_users: Mapping[str, str] | None = None,
         sasl_ssl: SaslSslListener | None = None,
+        oauth: OAuthListener | None = None,
         super_users: Sequence[str] | None = None,
         die_with_parent: bool = True,
     ) -> None:
@@ -216,6 +228,11 @@ class EmbeddedKafka:
         self.sasl_ssl_port: int | None = None
         if sasl_ssl is not None:
             self.sasl_ssl_port = meta.sasl_ssl_port if meta and meta.sasl_ssl_port else free_port()
+        # An optional OAUTHBEARER listener, for OAuth tests.
+        self.oauth = oauth
+        self.oauth_port: int | None = None
+        if oauth is not None:
+            self.oauth_port = meta.oauth_port if meta and meta.oauth_port else free_port()
         # With super users, the broker authorizes with ACLs (KRaft StandardAuthorizer):
         # PLAINTEXT (ANONYMOUS) stays unrestricted, the named principals too, and
         # every other principal gets exactly the ACLs granted to it.
@@ -246,6 +263,10 @@ class EmbeddedKafka:
     @property
     def sasl_ssl_bootstrap_servers(self) -> str | None:
         return f"{LOOPBACK}:{self.sasl_ssl_port}" if self.sasl_ssl_port else None
+
+    @property
+    def oauth_bootstrap_servers(self) -> str | None:
+        return f"{LOOPBACK}:{self.oauth_port}" if self.oauth_port else None
 
     def server_properties(self) -> dict[str, str]:
         props = {
@@ -289,6 +310,20 @@ class EmbeddedKafka:
             )
             props[f"{listener}.ssl.keystore.type"] = "PEM"
             props[f"{listener}.ssl.keystore.location"] = str(self.sasl_ssl.key_store)
+        if self.oauth is not None and self.oauth_port:
+            props["listeners"] += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
+            props["advertised.listeners"] += f",OAUTH://{LOOPBACK}:{self.oauth_port}"
+            props["listener.security.protocol.map"] += ",OAUTH:SASL_PLAINTEXT"
+            mechanism = "listener.name.oauth.oauthbearer"
+            props["listener.name.oauth.sasl.enabled.mechanisms"] = "OAUTHBEARER"
+            props[f"{mechanism}.sasl.jaas.config"] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;"
+            )
+            props[f"{mechanism}.sasl.server.callback.handler.class"] = (
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+            )
+            props[f"{mechanism}.sasl.oauthbearer.jwks.endpoint.url"] = self.oauth.jwks_url
+            props[f"{mechanism}.sasl.oauthbearer.expected.audience"] = self.oauth.audience
         if self.super_users is not None:
             props["authorizer.class.name"] = (
                 "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -312,6 +347,8 @@ class EmbeddedKafka:
             ensure_free(self.sasl_port, "the embedded Kafka SASL listener")
         if self.sasl_ssl_port:
             ensure_free(self.sasl_ssl_port, "the embedded Kafka SASL_SSL listener")
+        if self.oauth_port:
+            ensure_free(self.oauth_port, "the embedded Kafka OAUTHBEARER listener")
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.properties_path.write_text(
             "".join(f"{key}={value}\n" for key, value in self.server_properties().items())
@@ -368,6 +405,12 @@ class EmbeddedKafka:
                 "-Djava.awt.headless=true",
                 f"-Dlog4j2.configurationFile={resource_path('log4j2-broker.xml')}",
                 f"-Dkafka.logs.dir={self.data_dir / 'logs'}",
+                # Kafka fetches JWKS only from URLs this property lists.
+                *(
+                    [f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={self.oauth.jwks_url}"]
+                    if self.oauth is not None
+                    else []
+                ),
             ],
         )
 
@@ -406,6 +449,7 @@ class EmbeddedKafka:
             self.distribution.version,
             self.sasl_port,
             self.sasl_ssl_port,
+            self.oauth_port,
         )
         (self.data_dir / self.META_FILE).write_text(json.dumps(dataclasses.asdict(meta)))
 

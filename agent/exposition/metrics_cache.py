@@ -28,15 +28,14 @@ import itertools
 import threading
 import zlib
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
 
 from agent import fast_gzip
 from agent.exposition.agent_metrics import AgentMetrics, Family, LagGranularity
 from agent.exposition.agent_state import AgentState
 from agent.exposition.bulk_families import BulkTextMetrics
+from agent.exposition.scrape_body import Exposition
 from agent.exposition.text_format import PackedTextFamily, TextFamily
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # zlib's way of reading a gzip member
 
 
@@ -94,14 +93,6 @@ def _unpacked(body: bytes) -> Iterator[bytes]:
             yield unpacker.flush()
             return
         data = unpacker.unused_data  # the next member
-
-
-class Exposition(NamedTuple):
-    """One scrape's answer: its pieces, written one after the other, and their length."""
-
-    chunks: Iterable[bytes]
-    length: int
-    gzipped: bool
 
 
 class MetricsExposition:

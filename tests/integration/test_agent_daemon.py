@@ -188,5 +188,5 @@ def test_sasl_with_the_right_password_polls_and_a_wrong_one_is_one_clear_line(
     # The broker's own answer, not a bare "socket disconnected": kafka-python drops
     # it when it arrives with the close, unless agent/kafka_python_fixes is applied.
     assert "authentication failed (SaslAuthenticationFailedError: " in lines[0]
-    assert lines[0].endswith("check the SASL mechanism, username and password")
+    assert lines[0].endswith("check the SASL mechanism and its credentials")
     assert wrong_password not in wrong.stderr + wrong.stdout

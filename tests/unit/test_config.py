@@ -108,7 +108,7 @@ SEC = (
             CLUSTER + "    security:\n      protocol: SASL_SSL\n      sasl:\n"
             "        mechanism: SCRAM\n        username: u\n        password: p\n",
             "clusters[0].security.sasl.mechanism: must be one of PLAIN, SCRAM-SHA-256, "
-            "SCRAM-SHA-512, got 'SCRAM'",
+            "SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM, GSSAPI, got 'SCRAM'",
             id="bad choice",
         ),
         pytest.param(
@@ -683,6 +683,7 @@ def test_secrets_never_leak_into_repr_describe_or_errors(tmp_path: Path) -> None
 
     sasl = config.clusters[0].security.sasl
     assert sasl is not None
+    assert sasl.password is not None
     assert sasl.password.reveal() == "hunter2-from-file", "trailing newline stripped"
     for text in (repr(config), str(config), config.describe(), repr(sasl.password)):
         assert "hunter2" not in text
@@ -769,7 +770,12 @@ def _dataclasses_in(annotation: str) -> list[type | None]:
 
 def test_every_option_is_documented_in_the_reference_and_the_reference_loads() -> None:
     reference = ROOT / "docs" / "reference-config.yaml"
-    config = load_config(reference, {"KSMON_TLS_KEY_PASSWORD": "a", "KSMON_PROD_EU_PASSWORD": "b"})
+    env = {
+        "KSMON_TLS_KEY_PASSWORD": "a",
+        "KSMON_PROD_EU_PASSWORD": "b",
+        "KSMON_OAUTH_CLIENT_SECRET": "c",
+    }
+    config = load_config(reference, env)
     text = reference.read_text()
     # A host:port value is one key in the file, two fields in the dataclass.
     documented_as = {

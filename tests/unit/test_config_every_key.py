@@ -21,7 +21,11 @@ from agent.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = yaml.safe_load((ROOT / "docs" / "reference-config.yaml").read_text())
-ENV = {"KSMON_TLS_KEY_PASSWORD": "a-key-password", "KSMON_PROD_EU_PASSWORD": "a-password"}
+ENV = {
+    "KSMON_TLS_KEY_PASSWORD": "a-key-password",
+    "KSMON_PROD_EU_PASSWORD": "a-password",
+    "KSMON_OAUTH_CLIENT_SECRET": "a-client-secret",
+}
 ONE_LINE = re.compile(r"test\.yaml(:\d+(:\d+)?)?: [^\n]+")
 
 

@@ -78,7 +78,8 @@ Not judged (neither holds nor closes) at a poll that sees the group rebalancing,
 whose snapshot had errors; the latter gives no status either (unknown, not guessed).
 
 The status goes to /metrics at every poll: per group, 1 for its status and 0 for the
-others, and how many partitions are in each status.
+others, and how many partitions are in each status; the job's JSON API also lists each
+partition not ok, with its status and lag.
 """
 
 import itertools
@@ -90,7 +91,12 @@ import numpy as np
 import numpy.typing as npt
 
 from agent.aggregation.facts import Member, Partition, Poll
-from agent.aggregation.results import GROUP_STATUS, GROUP_STATUS_PARTITIONS, RESTORE_REMAINING
+from agent.aggregation.results import (
+    GROUP_STATUS,
+    GROUP_STATUS_PARTITIONS,
+    PARTITION_STATUS,
+    RESTORE_REMAINING,
+)
 from agent.aggregation.rules.base import Evaluation, Found, Gauge, Judgement, counted, thread_name
 from agent.aggregation.rules.columns import (
     COMMITTED,
@@ -311,6 +317,17 @@ def judge(ev: Evaluation) -> Judgement:
     counts[OK] += ok
     group_status = next((s for s in STATUSES if counts[s]), OK)
     gauges = _STATUS_GAUGES[group_status] + _partition_gauges(tuple(counts[s] for s in STATUSES))
+    # The partitions not ok by name, for the job's JSON API (a healthy group adds none).
+    gauges += tuple(
+        Gauge(
+            PARTITION_STATUS,
+            float(st.track.lag),
+            topic=st.track.topic,
+            partition=st.track.partition,
+            status=st.status,
+        )
+        for st in statuses
+    )
     if now.rebalancing:
         return Judgement(KIND, judged=False, gauges=gauges)
     severities = {

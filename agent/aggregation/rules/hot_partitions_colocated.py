@@ -28,6 +28,16 @@ folded into the instance's (``folded_members``), whose move is what to do about 
 A move counts as lowering the maximum when it does so at the precision the explanation
 shows (0.1 records/s).
 
+A pile is judged on load that lasts. A group draining a backlog of its input topics
+(its lag on them fell over the evaluation window by at least as many records as
+arrived: it consumes at twice the arrival rate or more, as an application back from
+an outage or a new application id replaying a topic's history does) writes its
+repartition topics (``<application id>-...-repartition``) as fast as it drains, so
+the tasks reading them look hot until the backlog is gone. While it drains, a task
+that reads repartition topics only is not counted hot; a task hot on its input
+topics' own arrival rate still is, and a lasting hot key behind a re-key is found
+once the draining stops.
+
 Judged at Stable polls (members fully described); a finding on the rates of another
 poll counts as judged too.
 """
@@ -36,7 +46,7 @@ from collections.abc import Callable, Sequence
 from statistics import median
 from typing import NamedTuple
 
-from agent.aggregation.facts import Member
+from agent.aggregation.facts import Member, Partition
 from agent.aggregation.rules.base import Evaluation, Found, Judgement, rounded, thread_name
 from agent.aggregation.rules.rates import UnitRate
 from agent.model.findings import FindingSubject
@@ -98,7 +108,8 @@ def judge(ev: Evaluation) -> Judgement:
     heat = _heat(ev)
     if heat is None:
         return Judgement(KIND, judged=now.stable)
-    members, instances = _member_level(ev, heat), _instance_level(ev, heat)
+    draining = _draining_units(ev)
+    members, instances = _member_level(ev, heat, draining), _instance_level(ev, heat, draining)
     # A thread's pile that no move helps, on an instance whose own finding names the move,
     # is folded into that finding: a warning of its own would page for nothing to do.
     moving = {pile.holder.process for pile in instances if pile.advice.move is not None}
@@ -127,7 +138,40 @@ def _heat(ev: Evaluation) -> _Heat | None:
     return _Heat(middle, threshold)
 
 
-def _member_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
+def _repartition(group: str, topic: str) -> bool:
+    return topic.startswith(f"{group}-") and topic.endswith("-repartition")
+
+
+def _draining_units(ev: Evaluation) -> frozenset[str]:
+    """The units that read repartition topics only, while the group drains a backlog of
+    its input topics: their lag fell over the evaluation window by at least the records
+    that arrived on them (empty: not draining)."""
+    now = ev.now
+    older = ev.window.looking_back(ev.params.evaluation_window)
+    if older[0] is now or not now.partitions or not older[0].partitions:
+        return frozenset()
+
+    def inputs(poll_partitions: Sequence[Partition]) -> dict[tuple[str, int], Partition]:
+        return {
+            (p.topic, p.partition): p
+            for p in poll_partitions
+            if not _repartition(ev.group, p.topic) and p.lag is not None and p.log_end is not None
+        }
+
+    then, current = inputs(older[0].partitions), inputs(now.partitions)
+    common = then.keys() & current.keys()
+    drained = sum((then[k].lag or 0) - (current[k].lag or 0) for k in common)
+    arrived = sum((current[k].log_end or 0) - (then[k].log_end or 0) for k in common)
+    if drained <= 0 or drained < arrived:
+        return frozenset()
+    return frozenset(
+        u.unit
+        for u in ev.rates.units
+        if u.partitions and all(_repartition(ev.group, tp.topic) for tp in u.partitions)
+    )
+
+
+def _member_level(ev: Evaluation, heat: _Heat, draining: frozenset[str]) -> list[_Pile]:
     rates = ev.rates
     units: dict[str, list[UnitRate]] = {}
     for u in rates.units:
@@ -144,10 +188,10 @@ def _member_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
         )
         for m in rates.members
     ]
-    return _piles(holders, heat.threshold)
+    return _piles(holders, heat.threshold, draining)
 
 
-def _instance_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
+def _instance_level(ev: Evaluation, heat: _Heat, draining: frozenset[str]) -> list[_Pile]:
     """Instances are Streams processes: members with a known process id, summed. (Outside
     Kafka Streams a consumer is its own instance: the member level says it all.)"""
     loads: dict[str, float] = {}
@@ -162,14 +206,17 @@ def _instance_level(ev: Evaluation, heat: _Heat) -> list[_Pile]:
         _Holder(process, load, process, None, units.get(process, ()))
         for process, load in sorted(loads.items())
     ]
-    return _piles(holders, heat.threshold)
+    return _piles(holders, heat.threshold, draining)
 
 
-def _piles(holders: Sequence[_Holder], threshold: float) -> list[_Pile]:
-    """The holders with two or more hot units while another holds none, each with the
-    advice for it."""
+def _piles(holders: Sequence[_Holder], threshold: float, draining: frozenset[str]) -> list[_Pile]:
+    """The holders with two or more hot units (not draining a backlog) while another holds
+    none, each with the advice for it."""
     hot = {
-        h.key: sorted((u for u in h.units if u.rate >= threshold), key=lambda u: (-u.rate, u.unit))
+        h.key: sorted(
+            (u for u in h.units if u.rate >= threshold and u.unit not in draining),
+            key=lambda u: (-u.rate, u.unit),
+        )
         for h in holders
     }
     if all(hot.values()):

@@ -41,6 +41,11 @@ Legitimate churn:
   assignment, and one more for the task movements that follow), but never
   one between two Empty polls (members came and went unseen there: so a
   loop brought in by a restart is not hidden behind that restart);
+* a group re-forming after an outage longer than the window: the window begins
+  with the group out of members, quietly, until members join again
+  (``reformed_after_empty``); those polls count as the group's members then
+  (none), so each member of the re-formed group is a member change, as in a
+  scale-out;
 * a group forming as the agent first sees it (its first snapshot is not
   Stable: in a rebalance, or Empty before its first member joined): while it
   forms the rule does not hold, and the rebalances until its first Stable
@@ -333,6 +338,32 @@ def formation_end(polls: Sequence[Poll], window: float) -> int:
     return end
 
 
+def _memberless(poll: Poll) -> bool:
+    return poll.state == "Empty" or not poll.members
+
+
+def reformed_after_empty(polls: Sequence[Poll]) -> bool:
+    """Whether ``polls`` (the loop window) begin with the group out of members, quietly
+    (no generation went by between those polls: nobody joined and left unseen), and
+    then members joined: the group re-forming after an outage longer than the window.
+    The window holds no poll of the members before, so without this nothing explained
+    the generations of the group forming again (seen live: all instances back after a
+    12-minute outage, flagged as looping)."""
+    if not polls or not _memberless(polls[0]):
+        return False
+    for i in range(1, len(polls)):
+        poll, previous = polls[i], polls[i - 1]
+        if not _memberless(poll):
+            return True
+        if (
+            poll.generation is not None
+            and previous.generation is not None
+            and poll.generation != previous.generation
+        ):
+            return False
+    return False
+
+
 # -- per evaluation: who came and went ---------------------------------------------------
 
 
@@ -362,8 +393,12 @@ class _Presence:
         self.simultaneous = simultaneous  # most members of its identity in one poll
 
 
-def membership_churn(polls: Sequence[Poll]) -> Churn:
+def membership_churn(polls: Sequence[Poll], *, from_empty: bool = False) -> Churn:
     """How the group's members changed over ``polls`` (the loop window, newest last).
+
+    ``from_empty``: the window begins with the group re-forming after it had no member
+    (``reformed_after_empty``): its first poll describes the group truly (no member), so
+    every member of the re-formed group joined within the window, as in a scale-out.
 
     Who the members are is known at Stable polls, and at every poll of a group whose
     broker assigns (KIP-848, KIP-1071): such a group is Stable again right after a
@@ -372,6 +407,8 @@ def membership_churn(polls: Sequence[Poll]) -> Churn:
     presence: dict[tuple[str, str], _Presence] = {}
     first_sample = last_sample = 0.0
     sampled = False
+    if from_empty and polls:
+        first_sample, sampled = polls[0].t, True
     for run_first, run_last, described in _described_runs(polls):
         if not described:
             continue
@@ -611,7 +648,10 @@ def judge(ev: Evaluation) -> Judgement:
     ):
         return Judgement(KIND, judged=judged, gauges=gauges)
 
-    churn = membership_churn(w.strictly_after(p.loop_window))
+    churn_polls = w.strictly_after(p.loop_window)
+    # A group re-forming after it had no member: its members joined, as in a scale-out.
+    reformed = reformed_after_empty(churn_polls)
+    churn = membership_churn(churn_polls, from_empty=reformed)
     legitimate = not churn.rejoining and not churn.came_and_went and churn.member_changes > 0
     # Rebalances between two Empty polls are members that joined and left again unseen:
     # no member change the Stable polls show explains them. Without this, the restart
@@ -657,6 +697,7 @@ def judge(ev: Evaluation) -> Judgement:
         "unexplained_rebalances": unexplained,
         "rebalances_between_empty_polls": unseen,
         "member_changes": churn.member_changes,
+        "reformed_after_empty": reformed,
         "unstable_ratio": rounded(unstable_ratio),
         "empty_ratio": rounded(empty_ratio),
         "window_seconds": float(p.loop_window),

@@ -37,6 +37,34 @@ def _history(
     ]
 
 
+def _rekeyed_history(group: str, *, draining: bool) -> list[Snapshot]:
+    """A re-key then an aggregation: pA's thread holds the aggregation's tasks 1_0 and
+    1_1, whose repartition partitions grow at 100 records/s, pB the others (5 records/s)
+    and the input's. The input grows at 5 records/s a partition; ``draining``: its lag
+    falls by 200 records/s a partition (a backlog drained), else it stays at 10."""
+    repartition = f"{group}-agg-repartition"
+    rep_rates = {0: 100, 1: 100}
+    members = [
+        streams_member("pA", 1, {f"1_{p}": [(repartition, p)] for p in (0, 1)}),
+        streams_member(
+            "pB",
+            1,
+            {f"1_{p}": [(repartition, p)] for p in (2, 3)} | _tasks(0, 1, 2, 3),
+        ),
+    ]
+    snapshots = []
+    for t in times(0, 120, 10):
+        s = t - 1_700_000_000
+        end = 1000 + round(5 * s)
+        lag = 30_000 - round(200 * s) if draining else 10
+        partitions = [partition(TOPIC, p, end=end, committed=end - lag) for p in range(4)]
+        partitions += [
+            partition(repartition, p, end=1000 + round(rep_rates.get(p, 5) * s)) for p in range(4)
+        ]
+        snapshots.append(snapshot(group, t, members=members, partitions=partitions))
+    return snapshots
+
+
 def _tasks(*partitions: int) -> dict[str, list[tuple[str, int]]]:
     return {f"0_{p}": [(TOPIC, p)] for p in partitions}
 
@@ -368,5 +396,22 @@ CASES = [
         ),
         expect=[Expect("warning", "pA"), Expect("warning", "pA", thread=2)],
         check=_check_folded,
+    ),
+    Case(
+        "hot-draining-a-backlog",
+        "back from an outage, the group drains its input's backlog (lag falling 40 times "
+        "faster than records arrive): the repartition topic behind the re-key grows as "
+        "fast as it drains, so the aggregation's tasks look hot while the input's rate "
+        "is ordinary; load that ends with the backlog is no co-location finding",
+        KIND,
+        _rekeyed_history("hot-draining-a-backlog", draining=True),
+    ),
+    Case(
+        "hot-lasting-behind-a-rekey",
+        "the same piles with the input's lag steady: a lasting hot key behind the "
+        "re-key, found as before",
+        KIND,
+        _rekeyed_history("hot-lasting-behind-a-rekey", draining=False),
+        expect=[Expect("warning", "pA", 1), Expect("warning", "pA")],
     ),
 ]

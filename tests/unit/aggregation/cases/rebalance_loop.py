@@ -335,6 +335,27 @@ def _members_gone_one_by_one(s: float) -> Poll:
     return Poll("Empty", [], 9)
 
 
+_SIX_THREADS = [("pA", 1), ("pA", 2), ("pB", 1), ("pB", 2), ("pC", 1), ("pC", 2)]
+
+
+def _back_after_outage(s: float, *, loop: bool = False) -> Poll:
+    # Three instances of two threads stopped at 100 s, all back at 820 s (the outage
+    # longer than the loop window): the group re-forms through four generations (the
+    # instances joining one by one, cooperative follow-ups) and is Stable from 880 s.
+    # ``loop``: once re-formed, pA's first thread re-joins under a new id every 40 s.
+    if s < 100:
+        return Poll(members=[_thread(p, i, "old") for p, i in _SIX_THREADS], generation=5)
+    if s < 820:
+        return Poll("Empty", [], 6)
+    if s < 880:
+        return Poll("PreparingRebalance", _undecoded("x", "y"), 7 + int((s - 820) // 20))
+    if not loop or s < 920:
+        return Poll(members=[_thread(p, i, "new") for p, i in _SIX_THREADS], generation=10)
+    k = int((s - 920) // 40)
+    members = [_thread(p, i, k if (p, i) == ("pA", 1) else "new") for p, i in _SIX_THREADS]
+    return Poll(members=members, generation=10 + k)
+
+
 def _exact_events(s: float) -> Poll:
     # The agent reads __consumer_offsets: one generation change per minute, all between polls.
     return Poll(members=[_thread("pA"), _thread("pB")], rebalances=1 if s % 60 == 0 and s else 0)
@@ -629,6 +650,34 @@ CASES = [
         "no loop (no_live_consumers says what matters)",
         KIND,
         _history("loop-members-gone", _members_gone),
+    ),
+    Case(
+        "loop-back-after-outage",
+        "every instance back after an outage longer than the window, the group Empty "
+        "and quiet before: the four generations of re-forming are its six members "
+        "joining, as in a scale-out, not a loop",
+        KIND,
+        _history("loop-back-after-outage", _back_after_outage, until=1000),
+        at=T0 + 900,
+    ),
+    Case(
+        "loop-back-after-outage-settled",
+        "the same group two minutes after it re-formed, Stable and quiet: nothing",
+        KIND,
+        _history("loop-back-after-outage-settled", _back_after_outage, until=1000),
+    ),
+    Case(
+        "loop-back-after-outage-then-loops",
+        "re-formed after the outage, then pA's first thread re-joins under a new member "
+        "id every 40 s: re-forming explains its own generations, not a loop that follows",
+        KIND,
+        _history(
+            "loop-back-after-outage-then-loops",
+            lambda s: _back_after_outage(s, loop=True),
+            until=1200,
+        ),
+        expect=[Expect("warning")],
+        check=_check_cause("max.poll.interval.ms"),
     ),
     Case(
         "loop-quiet",
