@@ -3,7 +3,7 @@
 from functools import cache
 from typing import TYPE_CHECKING
 
-from agent.config.schema import ClusterConfig, KerberosConfig, OAuthConfig
+from agent.config.schema import ClusterConfig, OAuthConfig
 
 if TYPE_CHECKING:
     from agent.config.oauth_token import ClientCredentialsTokenProvider
@@ -58,13 +58,3 @@ def oauth_token_provider(oauth: OAuthConfig, timeout: float) -> "ClientCredentia
     )
 
     return ClientCredentialsTokenProvider(oauth, timeout=timeout)
-
-
-def kerberos_environment(kerberos: KerberosConfig) -> dict[str, str]:
-    """The environment GSS-API (MIT Kerberos) reads for a login with a keytab: kafka-python
-    passes no credentials of its own, so the library finds the client keytab and the
-    realm configuration there."""
-    environment = {"KRB5_CLIENT_KTNAME": str(kerberos.keytab)}
-    if kerberos.krb5_conf is not None:
-        environment["KRB5_CONFIG"] = str(kerberos.krb5_conf)
-    return environment

@@ -137,3 +137,9 @@ def thread_name(process: str | None, thread: int | None, client_id: str) -> str:
     if process is not None and thread is not None:
         return f"thread {thread} of instance {process}"
     return f"member {client_id}"
+
+
+def is_repartition(topic: str, kind: str | None) -> bool:
+    """A repartition topic by the agent's classification (``Topic.internal_kind``), else
+    by the name Kafka Streams gives them."""
+    return kind == "repartition" if kind is not None else topic.endswith("-repartition")

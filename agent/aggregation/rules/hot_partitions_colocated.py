@@ -47,7 +47,14 @@ from statistics import median
 from typing import NamedTuple
 
 from agent.aggregation.facts import Member, Partition
-from agent.aggregation.rules.base import Evaluation, Found, Judgement, rounded, thread_name
+from agent.aggregation.rules.base import (
+    Evaluation,
+    Found,
+    Judgement,
+    is_repartition,
+    rounded,
+    thread_name,
+)
 from agent.aggregation.rules.rates import UnitRate
 from agent.model.findings import FindingSubject
 from agent.model.records import JsonObject
@@ -138,10 +145,6 @@ def _heat(ev: Evaluation) -> _Heat | None:
     return _Heat(middle, threshold)
 
 
-def _repartition(group: str, topic: str) -> bool:
-    return topic.startswith(f"{group}-") and topic.endswith("-repartition")
-
-
 def _draining_units(ev: Evaluation) -> frozenset[str]:
     """The units that read repartition topics only, while the group drains a backlog of
     its input topics: their lag fell over the evaluation window by at least the records
@@ -151,11 +154,16 @@ def _draining_units(ev: Evaluation) -> frozenset[str]:
     if older[0] is now or not now.partitions or not older[0].partitions:
         return frozenset()
 
+    kinds = {t.name: t.internal_kind for t in now.topics}
+
+    def repartition(topic: str) -> bool:
+        return is_repartition(topic, kinds.get(topic))
+
     def inputs(poll_partitions: Sequence[Partition]) -> dict[tuple[str, int], Partition]:
         return {
             (p.topic, p.partition): p
             for p in poll_partitions
-            if not _repartition(ev.group, p.topic) and p.lag is not None and p.log_end is not None
+            if not repartition(p.topic) and p.lag is not None and p.log_end is not None
         }
 
     then, current = inputs(older[0].partitions), inputs(now.partitions)
@@ -167,7 +175,7 @@ def _draining_units(ev: Evaluation) -> frozenset[str]:
     return frozenset(
         u.unit
         for u in ev.rates.units
-        if u.partitions and all(_repartition(ev.group, tp.topic) for tp in u.partitions)
+        if u.partitions and all(repartition(tp.topic) for tp in u.partitions)
     )
 
 

@@ -22,6 +22,7 @@ from agent.aggregation.rules.base import (
     Found,
     Judgement,
     counted,
+    is_repartition,
     rounded,
     thread_name,
 )
@@ -366,9 +367,7 @@ def _subtopologies(poll: Poll) -> _Subtopologies | None:
                 s = task.subtopology
                 tasks.setdefault(s, set()).add(task.task)
                 topics.setdefault(s, set()).add(tp.topic)
-                kind = kinds.get(tp.topic)
-                # The agent's classification, else the name Kafka Streams gives them.
-                if kind == "repartition" if kind is not None else tp.topic.endswith("-repartition"):
+                if is_repartition(tp.topic, kinds.get(tp.topic)):
                     repartition.setdefault(s, set()).add(tp.topic)
     if not tasks:
         return None
