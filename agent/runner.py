@@ -65,6 +65,7 @@ def _sidecar_collector(sidecar: SidecarConfig, identity: AgentInfo) -> SidecarCo
             app_memory_limit=limit if isinstance(limit, int) else None,
             app_memory_limit_source="configuration" if isinstance(limit, int) else None,
             app_memory_limit_file=limit if isinstance(limit, Path) else None,
+            app_metrics_dialect=sidecar.app_metrics_dialect,
         )
     )
 

@@ -13,9 +13,11 @@ filesystem holding the state directory is asked for its size and free bytes
 (``state_volume``) beside it, with its own error.
 """
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from agent.collect.app_scrape import Scrape, scrape_metrics
 from agent.collect.memory_limit import MemoryLimit, read_memory_limit
@@ -32,10 +34,17 @@ from agent.model import (
     StateDirTask,
 )
 from agent.streams.app_instance import InstanceMemory, InstanceView, observe_instance
-from agent.streams.app_metrics import parse_app_metrics, relevant_raw_line
+from agent.streams.app_metrics import (
+    AppMetrics,
+    Dialect,
+    parse_app_metrics,
+    relevant_raw_line,
+)
 from agent.streams.codec import DecodeError
 from agent.streams.identity import PodIdentity, match_members
 from agent.streams.state_dir import changelog_topic
+
+log = logging.getLogger(__name__)
 
 # Recording levels at which Kafka Streams counts restore-total (a DEBUG sensor).
 _RESTORE_TOTAL_LEVELS = frozenset({"DEBUG", "TRACE"})
@@ -55,6 +64,8 @@ class SidecarSettings:
     app_memory_limit: int | None = None
     app_memory_limit_source: str | None = None
     app_memory_limit_file: Path | None = None
+    # The naming of the app's metrics (``app_metrics.DIALECTS``); auto: the page's own.
+    app_metrics_dialect: Dialect | Literal["auto"] = "auto"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +99,7 @@ class SidecarCollector:
         self._read_state_dir = state_dir_reader
         self._read_state_volume = state_volume_reader
         self._memory = InstanceMemory()
+        self._said: tuple[str | None, tuple[str, ...]] | None = None  # the last gaps logged
 
     @property
     def application_id(self) -> str:
@@ -98,7 +110,8 @@ class SidecarCollector:
         scrape = self._scrape(s.app_metrics_url, s.scrape_timeout, relevant_raw_line)
         instance = None
         if scrape.error is None:
-            metrics = parse_app_metrics(scrape.text)
+            metrics = parse_app_metrics(scrape.text, s.app_metrics_dialect)
+            self._say_what_is_missing(metrics)
             instance, self._memory = observe_instance(metrics, s.application_id, self._memory)
         state_dir = volume = None
         if s.state_dir is not None:
@@ -110,6 +123,23 @@ class SidecarCollector:
         return SidecarObservation(
             scrape, instance, state_dir, volume, frozenset(stores), _memory_limit(s)
         )
+
+    def _say_what_is_missing(self, metrics: AppMetrics) -> None:
+        """One line when the app's page lacks fields its client always has, and again only
+        when that changes (a poll every few seconds must not repeat it)."""
+        if not metrics.clients:
+            return  # no client yet (starting) or any more (closed): nothing to judge
+        gaps = (metrics.dialect, metrics.missing)
+        if gaps == self._said:
+            return
+        self._said = gaps
+        if metrics.missing:
+            log.info(
+                "%s (%s naming) has no %s: left unknown",
+                self.settings.app_metrics_url,
+                metrics.dialect,
+                ", ".join(metrics.missing),
+            )
 
     def changelog_topics(self, observation: SidecarObservation) -> set[str]:
         """Changelog topics the app may have: named after its stores, or in its checkpoints.

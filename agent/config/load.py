@@ -16,6 +16,7 @@ from agent.config.location import ConfigFileError, Place
 from agent.config.reader import INT32_MAX, SecretReference, Section
 from agent.config.schema import (
     AGENT_MODES,
+    APP_METRICS_DIALECTS,
     COMPRESSIONS,
     INPUT_TYPES,
     LAG_GRANULARITIES,
@@ -553,6 +554,7 @@ def _read_sidecar(
         application_id=application_id,
         cluster=cluster,
         app_metrics_url=url,
+        app_metrics_dialect=s.choice("app_metrics_dialect", APP_METRICS_DIALECTS),
         scrape_timeout=s.duration("scrape_timeout"),
         state_dir=s.optional_path("state_dir"),
         expected_stream_threads=s.optional_integer("expected_stream_threads", minimum=1),

@@ -217,6 +217,9 @@ class ExpositionConfig:
 
 # The JMX exporter's usual port in a Kafka Streams pod (conventions.md).
 DEFAULT_APP_METRICS_URL = "http://127.0.0.1:9404/metrics"
+# How the app's metrics are named (agent.streams.app_metrics.DIALECTS); auto: the page's.
+AppMetricsDialect = Literal["auto", "jmx-exporter", "micrometer"]
+APP_METRICS_DIALECTS: tuple[AppMetricsDialect, ...] = get_args(AppMetricsDialect)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -226,6 +229,7 @@ class SidecarConfig:
     application_id: str  # its application.id, which is its group id
     cluster: str  # the configured cluster it runs on; the loader defaults it to the first one
     app_metrics_url: str = DEFAULT_APP_METRICS_URL
+    app_metrics_dialect: AppMetricsDialect = "auto"
     scrape_timeout: float = 5.0
     state_dir: Path | None = None  # its state.dir, mounted read-only; None: not read
     expected_stream_threads: int | None = None  # its num.stream.threads; None: not known

@@ -33,6 +33,7 @@ KAFKA_STREAMS_3X_VERSION = "3.9.1"
 
 Topology = Literal["count", "join", "windowed"]
 OnError = Literal["replace_thread", "shutdown_client", "shutdown_application"]
+MetricsExporter = Literal["jmx-exporter", "micrometer"]
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ class StreamsAppConfig:
     # RocksDB memtables of this size (SmallMemtables): a store's files grow gradually.
     rocksdb_write_buffer_bytes: int | None = None
     streams_config: Mapping[str, str] = field(default_factory=dict)
+    # Who serves the metrics port: the JMX exporter java agent (default naming), or the
+    # app itself through Micrometer's KafkaStreamsMetrics on a Prometheus registry.
+    metrics: MetricsExporter = "jmx-exporter"
 
 
 class StreamsAppInstance:
@@ -183,7 +187,7 @@ class StreamsAppInstance:
             return str(response.read().decode())
 
     def metrics_text(self) -> str:
-        """The JMX exporter's Prometheus text for this JVM."""
+        """The Prometheus text of this JVM's metrics port (JMX exporter or Micrometer)."""
         with urllib.request.urlopen(self.metrics_url, timeout=5) as response:  # noqa: S310
             return str(response.read().decode())
 
@@ -262,13 +266,16 @@ class StreamsAppInstance:
         exporter = f"{self.build.javaagent}={LOOPBACK}:{self.metrics_port}:" + str(
             resource_path("jmx-exporter.yaml")
         )
+        if c.metrics == "micrometer":
+            args += ["--metrics=micrometer", f"--metrics-port={self.metrics_port}"]
+        agent = [f"-javaagent:{exporter}"] if c.metrics == "jmx-exporter" else []
         return [
             str(self.build.java.executable),
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",
             "-XX:TieredStopAtLevel=1",
             "-Djava.awt.headless=true",
-            f"-javaagent:{exporter}",
+            *agent,
             "-cp",
             self.build.classpath,
             MAIN_CLASS,

@@ -15,7 +15,17 @@ names are compared with any ``_total`` removed. Kafka Streams 4.0 added
 label; a 3.x app has none of them, and a name that is missing or renamed
 simply leaves its field None (unknown), never zero.
 
-``relevant_line`` picks the few sample lines this module reads out of the
+Micrometer's naming is read by the same code, through a table
+(``DIALECTS``) from its metric names to the names above: its
+``KafkaStreamsMetrics`` binder on a ``PrometheusMeterRegistry`` (Spring Boot's
+``/actuator/prometheus``) names a meter ``kafka.<group without -metrics>.<name>``,
+so ``kafka_stream_alive_stream_threads`` and ``kafka_stream_thread_thread_state``;
+tags keep Kafka's (``client_id``, ``thread_id``, ``task_id``) and add
+``kafka_version`` (and Spring's ``spring_id``), which are ignored. A name ending
+in ``total`` is a counter and keeps one ``_total``.
+
+``detect_dialect`` tells the namings apart by the names present.
+``relevant_line`` picks the few sample lines either naming reads out of the
 thousands an app exports (JVM, RocksDB, per-partition fetch metrics), so a
 scrape can drop the rest while reading. ``parse_app_metrics`` never raises.
 """
@@ -25,24 +35,10 @@ import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Final, TypeVar
+from typing import Final, Literal, TypeVar, get_args
 
 T = TypeVar("T")
 Samples = Mapping[str, list[tuple[Mapping[str, str], float]]]
-
-# The first part of every sample line worth reading (comments are never needed).
-_RELEVANT_PREFIXES: Final = (
-    "kafka_streams_stream_metrics_",
-    "kafka_streams_stream_thread_metrics_thread_state",
-    "kafka_streams_stream_task_metrics_restore",
-    "kafka_streams_stream_state_updater_metrics_",
-    "kafka_streams_stream_state_metrics_put_rate",
-    "kafka_consumer_consumer_coordinator_metrics_rebalance",
-    "kafka_consumer_consumer_coordinator_metrics_failed_rebalance",
-    "kafka_consumer_consumer_coordinator_metrics_last_rebalance_seconds_ago",
-    "process_start_time_seconds",
-)
-_RELEVANT_RAW_PREFIXES: Final = tuple(p.encode() for p in _RELEVANT_PREFIXES)
 
 _CLIENT: Final = "kafka_streams_stream_metrics_"
 _ALIVE: Final = _CLIENT + "alive_stream_threads"
@@ -64,6 +60,46 @@ _STORE_PROBE: Final = "kafka_streams_stream_state_metrics_put_rate"  # every sto
 _COORDINATOR: Final = "kafka_consumer_consumer_coordinator_metrics_"
 _COORDINATOR_FIELDS: Final = ("rebalance", "failed_rebalance", "last_rebalance_seconds_ago")
 _JVM_START: Final = "process_start_time_seconds"
+
+Dialect = Literal["jmx-exporter", "micrometer"]
+DIALECT_NAMES: Final[tuple[Dialect, ...]] = get_args(Dialect)
+
+
+@dataclass(frozen=True, slots=True)
+class DialectTable:
+    """One naming of the same metrics: each of its names and the default name it stands for."""
+
+    name: Dialect
+    names: Mapping[str, str]  # metric name (any ``_total`` removed) -> default name
+
+
+_DEFAULT_NAMES: Final = (
+    _ALIVE,
+    _FAILED,
+    _CLIENT_STATE,
+    _RECORDING_LEVEL,
+    _THREAD_STATE,
+    _REMAINING,
+    _RESTORED,
+    *(_UPDATER + f for f in _UPDATER_FIELDS),
+    _STORE_PROBE,
+    *(_COORDINATOR + f for f in _COORDINATOR_FIELDS),
+    _JVM_START,
+)
+
+_MICROMETER_NAMES: Final = {
+    "kafka_stream_alive_stream_threads": _ALIVE,
+    "kafka_stream_failed_stream_threads": _FAILED,
+    "kafka_stream_client_state": _CLIENT_STATE,
+    "kafka_stream_recording_level": _RECORDING_LEVEL,
+    "kafka_stream_thread_thread_state": _THREAD_STATE,
+    "kafka_stream_task_restore_remaining_records": _REMAINING,
+    "kafka_stream_task_restore": _RESTORED,
+    **{"kafka_stream_state_updater_" + f: _UPDATER + f for f in _UPDATER_FIELDS},
+    "kafka_stream_state_put_rate": _STORE_PROBE,
+    **{"kafka_consumer_coordinator_" + f: _COORDINATOR + f for f in _COORDINATOR_FIELDS},
+    _JVM_START: _JVM_START,  # Micrometer's UptimeMetrics, which Spring Boot binds
+}
 
 # KafkaStreams.State, StreamThread.State and Sensor.RecordingLevel, by ordinal (Kafka 4.x):
 # client-state is the Integer gauge ``state.ordinal()`` (the String gauge ``state`` beside
@@ -88,6 +124,39 @@ THREAD_STATES: Final = (
     "DEAD",
 )
 RECORDING_LEVELS: Final = ("INFO", "DEBUG", "TRACE")
+
+DIALECTS: Final[Mapping[Dialect, DialectTable]] = {
+    "jmx-exporter": DialectTable("jmx-exporter", {n: n for n in _DEFAULT_NAMES}),
+    "micrometer": DialectTable("micrometer", _MICROMETER_NAMES),
+}
+# Names only Micrometer's page has, which tell it apart (``detect_dialect``).
+_MICROMETER_MARKERS: Final = frozenset(_MICROMETER_NAMES) - {_JVM_START}
+
+# The fields that every running instance shows in a dialect that has them, whatever it is
+# doing (tasks, restores and state updaters come and go): what ``missing_fields`` checks.
+_ALWAYS_THERE: Final = frozenset(
+    {_ALIVE, _FAILED, _CLIENT_STATE, _RECORDING_LEVEL, _THREAD_STATE, _JVM_START}
+    | {_COORDINATOR + f for f in _COORDINATOR_FIELDS}
+)
+# Field names as the snapshot calls them, for the one line that says what is missing.
+FIELD_NAMES: Final = {
+    _ALIVE: "alive_stream_threads",
+    _FAILED: "failed_stream_threads",
+    _CLIENT_STATE: "client_state",
+    _RECORDING_LEVEL: "recording_level",
+    _THREAD_STATE: "thread state",
+    _JVM_START: "process_start_time_seconds (JVM restarts)",
+    _COORDINATOR + "rebalance": "rebalance_total",
+    _COORDINATOR + "failed_rebalance": "failed_rebalance_total",
+    _COORDINATOR + "last_rebalance_seconds_ago": "last_rebalance_seconds_ago",
+}
+
+# The first part of every sample line worth reading in any dialect (comments are never
+# needed). A bare name is followed by its labels or its value.
+_RELEVANT_PREFIXES: Final = tuple(
+    sorted({name for table in DIALECTS.values() for name in table.names})
+)
+_RELEVANT_RAW_PREFIXES: Final = tuple(p.encode() for p in _RELEVANT_PREFIXES)
 
 _STREAM_THREAD: Final = re.compile(r"(?P<base>.+)-StreamThread-(?P<n>0|[1-9][0-9]{0,9})")
 
@@ -157,6 +226,10 @@ class AppMetrics:
     state_updaters: tuple[StateUpdaterMetrics, ...] = ()
     stores: tuple[StoreMetrics, ...] = ()
     unparsed_lines: int = 0  # relevant-looking lines the Prometheus parser refused
+    dialect: Dialect | None = None  # the naming read; None: no Kafka Streams name on the page
+    # With a client on the page: the fields every running client shows that this page
+    # lacks (``FIELD_NAMES``), sorted; they stay None.
+    missing: tuple[str, ...] = ()
 
 
 def relevant_line(line: str) -> bool:
@@ -169,16 +242,34 @@ def relevant_raw_line(line: bytes) -> bool:
     return line.startswith(_RELEVANT_RAW_PREFIXES)
 
 
-def parse_app_metrics(text: str) -> AppMetrics:
-    """The Kafka Streams view in exporter text; unknown or missing names leave fields None."""
+def detect_dialect(names: Iterable[str]) -> Dialect | None:
+    """The naming a page's metric names (any ``_total`` removed) are in: Micrometer's if
+    any of its own names is there, else the default if any of its names is; None for a
+    page with no Kafka Streams name (an app still starting, or not a Kafka Streams app)."""
+    present = set(names)
+    if not present.isdisjoint(_MICROMETER_MARKERS):
+        return "micrometer"
+    default = DIALECTS["jmx-exporter"].names
+    return "jmx-exporter" if any(n in default and n != _JVM_START for n in present) else None
+
+
+def parse_app_metrics(text: str, dialect: Dialect | Literal["auto"] = "auto") -> AppMetrics:
+    """The Kafka Streams view in exporter text; unknown or missing names leave fields None.
+
+    ``dialect`` ``auto`` reads the naming the page has (``detect_dialect``)."""
     samples, unparsed = _samples(line for line in text.splitlines() if relevant_line(line))
-    by_name: dict[str, list[tuple[Mapping[str, str], float]]] = defaultdict(list)
-    for name, labels, value in samples:
-        by_name[name.removesuffix("_total")].append((labels, value))
+    read = (
+        dialect
+        if dialect != "auto"
+        else detect_dialect(n.removesuffix("_total") for n, _, _ in samples)
+    )
+    table = DIALECTS[read or "jmx-exporter"]
+    by_name = _by_default_name(samples, table)
     jvm_start = next((value for _, value in by_name.get(_JVM_START, ()) if _finite(value)), None)
+    clients = _clients(by_name)
     return AppMetrics(
         jvm_started_at=jvm_start,
-        clients=_clients(by_name),
+        clients=clients,
         threads=tuple(
             StreamThreadMetrics(labels["thread_id"], _ordinal(value, THREAD_STATES))
             for labels, value in by_name.get(_THREAD_STATE, ())
@@ -195,7 +286,23 @@ def parse_app_metrics(text: str) -> AppMetrics:
             if key.endswith("_state_id")
         ),
         unparsed_lines=unparsed,
+        dialect=read,
+        missing=tuple(sorted(FIELD_NAMES[f] for f in _ALWAYS_THERE if f not in by_name))
+        if clients
+        else (),
     )
+
+
+def _by_default_name(
+    samples: Iterable[tuple[str, Mapping[str, str], float]], table: DialectTable
+) -> dict[str, list[tuple[Mapping[str, str], float]]]:
+    """The samples a dialect names, under the default names (any ``_total`` removed)."""
+    by_name: dict[str, list[tuple[Mapping[str, str], float]]] = defaultdict(list)
+    for name, labels, value in samples:
+        bare = name.removesuffix("_total")
+        if bare in table.names:
+            by_name[table.names[bare]].append((labels, value))
+    return by_name
 
 
 def thread_index(thread_id: str) -> int | None:

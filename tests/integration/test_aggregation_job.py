@@ -26,13 +26,14 @@ from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from tests.support.aggregation import (
     active_findings,
+    get_json,
     in_chunks,
     job_config,
     run_job_until_caught_up,
     scrape,
     write_spool,
 )
-from tests.support.snapshots import partition, snapshot, streams_member
+from tests.support.snapshots import CLUSTER, partition, snapshot, streams_member
 from tests.support.streams import unique_name
 from tests.unit.aggregation.cases import T0, hot_partitions, rebalance_loop, times
 
@@ -62,6 +63,9 @@ def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
         job.process_available()
         assert job.server is not None
         metrics = scrape(job.server.port)
+        api_findings = get_json(job.server.port, "/api/v1/findings?severity=warning")
+        api_group = get_json(job.server.port, f"/api/v1/clusters/{CLUSTER}/groups/{HOT.name}")
+        api_missing = get_json(job.server.port, f"/api/v1/clusters/{CLUSTER}/groups/nobody")
     finally:
         job.stop()
 
@@ -87,6 +91,28 @@ def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
     }
     move = next(f for f in findings if f.subject.thread == 1).evidence["suggested_move"]
     assert move["to_process"] == "pB"
+
+    # The JSON API answers from the same micro-batch as /metrics and the findings topic.
+    status, body = api_findings
+    assert status == 200
+    assert body["api_version"] == "v1"
+    assert {
+        (f["kind"], f["group"], f["subject"]["process"], f["subject"]["thread"])
+        for f in body["findings"]
+    } == {
+        ("hot_partitions_colocated", HOT.name, "pA", 1),
+        ("hot_partitions_colocated", HOT.name, "pA", None),
+    }
+    on_thread = next(f for f in body["findings"] if f["subject"]["thread"] == 1)
+    assert on_thread["suggested_move"]["to_process"] == "pB"
+    assert on_thread["explanation"]
+    status, group = api_group
+    assert status == 200
+    assert group["group"] == HOT.name
+    assert {f["key"] for f in group["findings"]} == {f["key"] for f in body["findings"]}
+    assert sum(group["partition_counts"].values()) == group["partition_count"] > 0
+    assert api_missing[0] == 404
+    assert "nobody" in api_missing[1]["message"]
 
 
 def test_the_job_reads_the_snapshot_topic(

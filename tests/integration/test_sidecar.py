@@ -1,6 +1,8 @@
 """Sidecar mode against the real broker and the real fixture app, whose metrics come from the
-real JMX exporter java agent: thread death, a held restore, checkpoint offsets, and an app
-whose endpoint is down. Each is checked against the app's own view of itself (its oracle)."""
+real JMX exporter java agent or, for thread death and a held restore, from Micrometer's
+KafkaStreamsMetrics on a Prometheus registry (as a Spring Boot app serves them): thread
+death, a held restore, checkpoint offsets, and an app whose endpoint is down. Each is
+checked against the app's own view of itself (its oracle)."""
 
 import json
 from pathlib import Path
@@ -16,9 +18,10 @@ from agent.collect.sidecar import SidecarCollector, SidecarSettings
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
-from agent.embedded.streams_app import StreamsAppBuild, StreamsAppConfig
+from agent.embedded.streams_app import MetricsExporter, StreamsAppBuild, StreamsAppConfig
 from agent.embedded.topics import create_topics, end_offsets
 from agent.model import AgentInfo, SidecarInfo, Snapshot
+from agent.streams.app_metrics import parse_app_metrics
 from tests.support.sidecar_agent import Samples, SidecarAgent, value
 from tests.support.streams import StreamsApps, fill_changelog, poison_instance, unique_name
 
@@ -26,6 +29,8 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTITIONS = 2
+# The two namings a sidecar reads without being told which: found the same way in both.
+EXPORTERS = pytest.mark.parametrize("exporter", ["jmx-exporter", "micrometer"])
 
 
 def sidecar_poller(
@@ -64,8 +69,9 @@ def client_states(metrics: Samples) -> list[str]:
     return [labels["state"] for labels, _ in metrics.get("ksmon_sidecar_client_state", [])]
 
 
+@EXPORTERS
 def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_counts(
-    kafka: EmbeddedKafka, streams_apps: StreamsApps, tmp_path: Path
+    kafka: EmbeddedKafka, streams_apps: StreamsApps, tmp_path: Path, exporter: MetricsExporter
 ) -> None:
     app, topic = new_app(kafka, "sidecar-death")
     (instance,) = streams_apps.start(
@@ -76,6 +82,7 @@ def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_
             threads=2,
             poison_key_prefix="poison",
             on_error="shutdown_client",
+            metrics=exporter,
         )
     )
     process = instance.wait_until_running()["processId"]
@@ -89,6 +96,7 @@ def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_
             ({"kafka_cluster": "local", "group": app, "process": process, "state": "RUNNING"}, 1)
         ]
         assert thread_states(before) == [("1", "RUNNING"), ("2", "RUNNING")]
+        assert parse_app_metrics(instance.metrics_text()).dialect == exporter, "told apart"
         requests = {labels["api"] for labels, _ in before["ksmon_kafka_requests_total"]}
         assert "ListGroups" not in requests, "a sidecar never lists the cluster's groups"
 
@@ -136,7 +144,9 @@ def test_thread_death_under_shutdown_client_is_reported_with_alive_and_expected_
     finally:
         code = agent.stop()
     assert code == 0
-    assert "Traceback" not in agent.log.read_text()
+    log = agent.log.read_text()
+    assert "Traceback" not in log
+    assert "naming) has no" not in log, "every field a running client has was on the page"
 
 
 # -- a restore held by the throttle ---------------------------------------------------
@@ -154,8 +164,13 @@ def restoring(info: SidecarInfo) -> int:
     return sum(c or 0 for c in counts)
 
 
+@EXPORTERS
 def test_a_held_restore_shows_as_restoring_without_progress_and_progresses_once_released(
-    kafka: EmbeddedKafka, streams_apps: StreamsApps, edge: KafkaEdge, tmp_path: Path
+    kafka: EmbeddedKafka,
+    streams_apps: StreamsApps,
+    edge: KafkaEdge,
+    tmp_path: Path,
+    exporter: MetricsExporter,
 ) -> None:
     app, topic = new_app(kafka, "sidecar-restore")
     marker = tmp_path / "hold-restore"
@@ -168,6 +183,7 @@ def test_a_held_restore_shows_as_restoring_without_progress_and_progresses_once_
             restore_marker=marker,
             # restore-total is a DEBUG sensor; at INFO only the state updater shows restores.
             streams_config={"metrics.recording.level": "DEBUG"},
+            metrics=exporter,
         )
     )
     changelog = f"{app}-counts-changelog"
@@ -176,8 +192,16 @@ def test_a_held_restore_shows_as_restoring_without_progress_and_progresses_once_
     instance.restart(wipe_state=True)
     instance.wait_for(lambda s: s["activeRestores"] >= 1, timeout=60, what="a restore to begin")
     poller = sidecar_poller(edge, app, instance.metrics_url, instance.state_dir)
+    polls: list[tuple[Snapshot, SidecarInfo]] = []
 
-    first_snapshot, held = poll(poller)
+    def restore_on_the_page() -> bool:
+        # Micrometer binds the state updater's metrics at its next refresh, after the
+        # restore began; the JMX exporter reads them at once.
+        polls.append(poll(poller))
+        return any(u.active_restoring_tasks for u in polls[-1][1].state_updaters)
+
+    wait_until(restore_on_the_page, timeout=30, what="the restore on the metrics page")
+    first_snapshot, held = polls[-1]
     _, still_held = poll(poller)
 
     for info in (held, still_held):

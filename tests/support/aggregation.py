@@ -1,12 +1,14 @@
 """Helpers for the aggregation job's integration tests: configs, spool files, /metrics."""
 
+import json
 import os
 import re
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import yaml
 from pyspark.sql import SparkSession
@@ -90,6 +92,15 @@ def in_chunks(items: Sequence[T], parts: int) -> list[list[T]]:
 def scrape(port: int) -> str:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         return str(response.read().decode())
+
+
+def get_json(port: int, path: str) -> tuple[int, Any]:
+    """The job's JSON API: the status and parsed body of ``GET path``, errors included."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
 
 
 def active_findings(metrics: str) -> list[dict[str, str]]:

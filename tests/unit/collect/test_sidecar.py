@@ -324,3 +324,31 @@ def test_the_runner_passes_the_configured_limit_to_the_collector(
     settings = _sidecar_collector(config, AgentInfo("a", "0", "sidecar")).settings
     assert (settings.app_memory_limit, settings.app_memory_limit_source) == (fixed, source)
     assert settings.app_memory_limit_file == file
+
+
+# -- what a page lacks, said once ----------------------------------------------------
+
+
+MICROMETER_PAGE = (CAPTURES.parent / "micrometer" / "streams-4.3.1-running.txt").read_text()
+WITHOUT_REBALANCES = "".join(
+    line
+    for line in MICROMETER_PAGE.splitlines(True)
+    if not line.startswith("kafka_consumer_coordinator_rebalance")
+)
+
+
+def test_the_fields_a_page_lacks_are_logged_once_and_again_only_when_that_changes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    pages = [WITHOUT_REBALANCES, WITHOUT_REBALANCES, MICROMETER_PAGE, WITHOUT_REBALANCES]
+    sidecar = collector(*pages)
+
+    with caplog.at_level("INFO", logger="agent.collect.sidecar"):
+        for _ in pages:
+            sidecar.observe()
+
+    lines = [r.getMessage() for r in caplog.records]
+    assert lines == [
+        f"{URL} (micrometer naming) has no rebalance_total: left unknown",
+        f"{URL} (micrometer naming) has no rebalance_total: left unknown",
+    ], "once, not again while it lasts; a complete page says nothing; the gap again"
