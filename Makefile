@@ -1,17 +1,20 @@
 # The README's two commands are `make demo` and `make test`; .ci/run calls `make test`.
 # Everything ksmon needs is installed from here: a virtualenv from PyPI,
 # Prometheus, promtool and amtool from Debian packages (the rule tests, metric
-# lint and end-to-end tests run them), and (on first use, into ~/.cache/ksmon)
-# Kafka and the fixture app from Maven Central.
+# lint and end-to-end tests run them), MIT Kerberos from Debian packages (the
+# Kerberos tests run a KDC; the virtualenv's gssapi builds against its headers),
+# and (on first use, into ~/.cache/ksmon) Kafka and the fixture app from Maven Central.
 
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.ksmon-installed
 
-.PHONY: demo test lint typecheck pytest prometheus-tools dashboards deploy-generate clean
+.PHONY: demo test lint typecheck pytest prometheus-tools kerberos-tools dashboards deploy-generate clean
 
-$(INSTALLED): pyproject.toml
+# Order-only: `.[dev]` builds gssapi against libkrb5-dev, but a reinstalled KDC
+# package is no reason to rebuild the virtualenv.
+$(INSTALLED): pyproject.toml | kerberos-tools
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "ksmon needs Python 3.11+: run make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
@@ -32,6 +35,10 @@ typecheck: $(INSTALLED)
 prometheus-tools:
 	@.ci/install-prometheus
 
+# Skipped when the KDC, its admin tools, kinit and krb5-config are already there.
+kerberos-tools:
+	@.ci/install-kerberos
+
 # Rewrites dashboards/grafana/*.json (and their ConfigMaps) from dashboards/*.py, and
 # dashboards/alerts/*.rules.yml from their templates and the default alerting values.
 dashboards: $(INSTALLED)
@@ -44,12 +51,12 @@ deploy-generate: $(INSTALLED)
 	$(BIN)/python -m deploy.generate
 
 # pytest exits 5 when it collected nothing: that is a broken suite, not a pass.
-pytest: $(INSTALLED) prometheus-tools
+pytest: $(INSTALLED) prometheus-tools kerberos-tools
 	@$(BIN)/python -m pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; \
 	exit $$status
 
-test: lint typecheck prometheus-tools pytest
+test: lint typecheck prometheus-tools kerberos-tools pytest
 
 # The container images (deploy/image/Dockerfile) built with podman on Debian bases
 # made from Debian packages, then run against the test broker: a CI stage of its

@@ -77,11 +77,13 @@ def job_session(config: Config, *, master: str | None = None) -> SparkSession:
     """The Spark session for the job: with the Kafka source when it reads a topic (Spark
     fetches it, or takes it from ``aggregation.spark.jars_dir``)."""
     spark = config.aggregation.spark
-    reads_topic = config.aggregation.input.type == "kafka"
-    extra = kafka_source_conf(spark) if reads_topic else None
-    if config.aggregation.input.kafka is not None:
+    job_input = config.aggregation.input
+    source_cluster = config.cluster(job_input.kafka.cluster) if job_input.kafka else None
+    sasl = source_cluster.security.sasl if source_cluster else None
+    msk_iam = sasl is not None and sasl.mechanism == "AWS_MSK_IAM"
+    extra = kafka_source_conf(spark, msk_iam=msk_iam) if job_input.type == "kafka" else None
+    if source_cluster is not None:
         # The Kafka source's Java clients: token endpoints they may use, Kerberos.
-        source_cluster = config.cluster(config.aggregation.input.kafka.cluster)
         extra = {**(extra or {}), **java_options_conf(jvm_system_properties([source_cluster]))}
     try:
         return spark_session(

@@ -11,7 +11,8 @@ go on the classpath.
 ``python -m agent.aggregation.kafka_package --into DIR [--repository URL]``
 fills such a directory (an image build, a machine without network later): it
 lets Spark resolve the package once and copies the jars Spark does not ship
-itself, printing their names.
+itself, printing their names; ``--with-msk-iam`` adds Amazon's MSK IAM login library,
+which the Kafka source needs to log in to MSK with ``AWS_MSK_IAM``.
 """
 
 import argparse
@@ -27,6 +28,9 @@ from agent.errors import ConfigError, KsmonError, SetupError, first_line
 from agent.paths import cache_dir
 
 KAFKA_SOURCE = "org.apache.spark:spark-sql-kafka-0-10_2.13"
+# IAMLoginModule and IAMClientCallbackHandler, for a source cluster on AWS_MSK_IAM.
+MSK_IAM_AUTH = "software.amazon.msk:aws-msk-iam-auth:2.4.0"
+MSK_IAM_AUTH_ARTIFACT = "aws-msk-iam-auth"
 # The variable the demo's Maven fetches read, so one setting points every fetch at a mirror.
 MIRROR_ENV = "KSMON_MAVEN_MIRROR"
 
@@ -86,7 +90,7 @@ def packages_repository(spark: SparkConfig, env: Mapping[str, str] = os.environ)
     return mirror
 
 
-def jars_in(directory: Path) -> list[Path]:
+def jars_in(directory: Path, *, msk_iam: bool = False) -> list[Path]:
     """The jars of ``aggregation.spark.jars_dir``; an error naming the key if there are none."""
     if not directory.is_dir():
         raise ConfigError(
@@ -100,21 +104,34 @@ def jars_in(directory: Path) -> list[Path]:
             f"aggregation.spark.jars_dir {directory}: holds no .jar files; fill it with "
             f"`python -m agent.aggregation.kafka_package --into {directory}`"
         )
+    if msk_iam and not any(artifact_of(jar.name) == MSK_IAM_AUTH_ARTIFACT for jar in jars):
+        raise ConfigError(
+            f"aggregation.spark.jars_dir {directory}: has no {MSK_IAM_AUTH_ARTIFACT} jar, "
+            "which the source cluster's AWS_MSK_IAM login needs; fill it with "
+            f"`python -m agent.aggregation.kafka_package --into {directory} --with-msk-iam`"
+        )
     return jars
 
 
 def kafka_source_conf(
-    spark: SparkConfig, *, version: str | None = None, env: Mapping[str, str] = os.environ
+    spark: SparkConfig,
+    *,
+    msk_iam: bool = False,
+    version: str | None = None,
+    env: Mapping[str, str] = os.environ,
 ) -> dict[str, str]:
-    """The session settings that put the Kafka source on the job's classpath.
+    """The session settings that put the Kafka source on the job's classpath, with the
+    MSK IAM login library when ``msk_iam``.
 
     They take effect only in a session that starts its JVM (spark-submit
     resolves packages before anything else runs).
     """
     if spark.jars_dir is not None:
-        return {"spark.jars": ",".join(str(jar) for jar in jars_in(spark.jars_dir))}
+        jars = jars_in(spark.jars_dir, msk_iam=msk_iam)
+        return {"spark.jars": ",".join(str(jar) for jar in jars)}
+    packages = [kafka_source_coordinate(version), *([MSK_IAM_AUTH] if msk_iam else [])]
     conf = {
-        "spark.jars.packages": kafka_source_coordinate(version),
+        "spark.jars.packages": ",".join(packages),
         "spark.jars.ivy": str(ivy_dir()),
     }
     repository = packages_repository(spark, env)
@@ -133,7 +150,7 @@ def not_shipped(resolved: Sequence[Path], shipped: Sequence[Path]) -> list[Path]
     )
 
 
-def resolve_kafka_source(repository: str | None) -> list[Path]:
+def resolve_kafka_source(repository: str | None, *, msk_iam: bool = False) -> list[Path]:
     """Let Spark resolve the Kafka source (a short local session in a JVM of its own) and
     return the jars it resolved, in its Ivy directory.
 
@@ -143,7 +160,7 @@ def resolve_kafka_source(repository: str | None) -> list[Path]:
     from pyspark.errors import PySparkRuntimeError  # noqa: PLC0415 - only the job needs it
     from pyspark.sql import SparkSession  # noqa: PLC0415 - starts a JVM
 
-    conf = kafka_source_conf(SparkConfig(packages_repository=repository), env={})
+    conf = kafka_source_conf(SparkConfig(packages_repository=repository), msk_iam=msk_iam, env={})
     builder = (
         SparkSession.builder.appName("ksmon-kafka-package")
         .master("local[1]")
@@ -166,14 +183,18 @@ def resolve_kafka_source(repository: str | None) -> list[Path]:
     return [Path(entry.removeprefix("file://")) for entry in listed.split(",") if entry]
 
 
-def copy_kafka_source(into: Path, repository: str | None) -> list[Path]:
-    """Fill ``into`` with the Kafka source's jars that pyspark does not ship."""
-    resolved = resolve_kafka_source(repository)
-    if not any(jar_file_name(jar.name).startswith("spark-sql-kafka") for jar in resolved):
-        raise SetupError(
-            f"Spark resolved no {KAFKA_SOURCE} jar (it listed {len(resolved)} jars); "
-            f"its Ivy directory: {ivy_dir()}"
-        )
+def copy_kafka_source(into: Path, repository: str | None, *, msk_iam: bool = False) -> list[Path]:
+    """Fill ``into`` with the Kafka source's jars that pyspark does not ship (and the MSK
+    IAM login library's, when ``msk_iam``)."""
+    resolved = resolve_kafka_source(repository, msk_iam=msk_iam)
+    artifacts = {artifact_of(jar_file_name(jar.name)) for jar in resolved}
+    wanted = [KAFKA_SOURCE, *([MSK_IAM_AUTH] if msk_iam else [])]
+    for coordinate in wanted:
+        if coordinate.split(":")[1] not in artifacts:
+            raise SetupError(
+                f"Spark resolved no {coordinate} jar (it listed {len(resolved)} jars); "
+                f"its Ivy directory: {ivy_dir()}"
+            )
     into.mkdir(parents=True, exist_ok=True)
     copied = []
     for jar in not_shipped(resolved, sorted(spark_home_jars().glob("*.jar"))):
@@ -196,6 +217,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="URL",
         help=f"a Maven repository to fetch from too (default: ${MIRROR_ENV} when set)",
     )
+    parser.add_argument(
+        "--with-msk-iam",
+        action="store_true",
+        help=f"also {MSK_IAM_AUTH} (and its AWS SDK jars), for a source cluster on AWS_MSK_IAM",
+    )
     args = parser.parse_args(argv)
     try:
         repository = packages_repository(SparkConfig(packages_repository=args.repository))
@@ -204,7 +230,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--repository: expected the http:// or https:// URL of a Maven repository, "
                 f"got {repository!r}"
             )
-        copied = copy_kafka_source(args.into, repository)
+        copied = copy_kafka_source(args.into, repository, msk_iam=args.with_msk_iam)
     except KsmonError as e:
         print(f"kafka_package: error: {e}", file=sys.stderr)  # noqa: T201 - a command line
         return 1

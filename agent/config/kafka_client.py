@@ -3,9 +3,11 @@
 from functools import cache
 from typing import TYPE_CHECKING
 
-from agent.config.schema import ClusterConfig, OAuthConfig
+from agent.config.kerberos_login import use_identity
+from agent.config.schema import AwsIamConfig, ClusterConfig, OAuthConfig
 
 if TYPE_CHECKING:
+    from agent.config.msk_iam_token import MskIamTokenProvider
     from agent.config.oauth_token import ClientCredentialsTokenProvider
 
 
@@ -44,8 +46,14 @@ def kafka_client_settings(cluster: ClusterConfig) -> dict[str, object]:
             )
         if sasl.kerberos is not None:
             settings["sasl_kerberos_service_name"] = sasl.kerberos.service_name
-        # AWS_MSK_IAM: kafka-python's mechanism takes its credentials and region from
-        # botocore's chain, and no keyword arguments.
+            # The login is process-wide (kerberos_login): the principal and its keytab.
+            use_identity(cluster.name, sasl.kerberos)
+        if sasl.aws is not None:
+            # MSK's IAM listeners take OAUTHBEARER with a signed token (msk_iam_token).
+            settings["sasl_mechanism"] = "OAUTHBEARER"
+            settings["sasl_oauth_token_provider"] = msk_iam_token_provider(
+                f"cluster {cluster.name}", sasl.aws, cluster.bootstrap_servers
+            )
     return settings
 
 
@@ -58,3 +66,16 @@ def oauth_token_provider(oauth: OAuthConfig, timeout: float) -> "ClientCredentia
     )
 
     return ClientCredentialsTokenProvider(oauth, timeout=timeout)
+
+
+@cache
+def msk_iam_token_provider(
+    where: str, aws: AwsIamConfig, bootstrap_servers: tuple[str, ...]
+) -> "MskIamTokenProvider":
+    """One MSK token signer per cluster (``where`` names it in errors): its clients
+    share its token and credentials."""
+    from agent.config.msk_iam_token import (  # noqa: PLC0415 - kafka-python is slow to import
+        MskIamTokenProvider,
+    )
+
+    return MskIamTokenProvider(where, aws, bootstrap_servers)

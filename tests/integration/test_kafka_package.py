@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -149,3 +150,38 @@ def test_a_source_that_cannot_be_fetched_ends_the_job_with_one_line_naming_the_k
         "https://mirror.invalid/maven2 (set aggregation.spark.packages_repository to a "
         "reachable Maven mirror, or aggregation.spark.jars_dir to a directory holding its jars)"
     )
+
+
+def test_with_msk_iam_the_command_copies_amazons_login_classes_too(tmp_path: Path) -> None:
+    """What the job needs to log in to MSK: the classes its JAAS line names, fetched from
+    Maven Central with their AWS SDK jars, none of them a second copy of one pyspark ships.
+    (MSK itself is not reachable from the tests: no login is tried.)"""
+    into = tmp_path / "jars"
+    fetched = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent.aggregation.kafka_package",
+            "--into",
+            str(into),
+            "--with-msk-iam",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+        check=False,
+    )
+    if fetched.returncode != 0 and "could not resolve" in fetched.stderr:
+        unavailable("Spark's package fetch from Maven Central", fetched.stderr[-1500:])
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    names = fetched.stdout.split()
+    assert "aws-msk-iam-auth-2.4.0.jar" in names
+    with zipfile.ZipFile(into / "aws-msk-iam-auth-2.4.0.jar") as jar:
+        classes = set(jar.namelist())
+    assert {
+        "software/amazon/msk/auth/iam/IAMLoginModule.class",
+        "software/amazon/msk/auth/iam/IAMClientCallbackHandler.class",
+    } <= classes
+    shipped = {artifact_of(jar.name) for jar in spark_home_jars().glob("*.jar")}
+    assert {artifact_of(name) for name in names} & shipped == set()

@@ -13,7 +13,6 @@ from functools import partial
 from pathlib import Path
 
 import pytest
-import yaml
 
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
@@ -22,7 +21,7 @@ from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
 from agent.model import Snapshot
 from tests.support.agent_process import metric, run_cli, running_agent, scrape
-from tests.support.aggregation import active_findings
+from tests.support.aggregation import active_findings, kafka_job_settings
 from tests.support.kafka_io import commit_offsets, read_all
 from tests.support.oidc import OAUTH_CLIENT, OidcProvider
 from tests.support.streams import unique_name
@@ -208,24 +207,7 @@ def test_the_job_reads_and_publishes_over_oauthbearer(
     config.write_text(
         "clusters:\n"
         + oauth_cluster(kafka, provider)
-        + yaml.safe_dump(
-            {
-                "logging": {"format": "json", "level": "info"},
-                "sink": {"type": "none"},
-                "aggregation": {
-                    "listen": f"127.0.0.1:{port}",
-                    "checkpoint_dir": str(tmp_path / "checkpoint"),
-                    "trigger_interval": "1s",
-                    "input": {
-                        "type": "kafka",
-                        "kafka": {"topic": topic, "starting_offsets": "earliest"},
-                    },
-                    "findings": {"topic": findings_topic, "partitions": 1},
-                    "spark": {"master": "local[2]", "shuffle_partitions": 2},
-                },
-            },
-            sort_keys=False,
-        )
+        + kafka_job_settings(port, tmp_path / "checkpoint", topic, findings_topic)
     )
     log = tmp_path / "job.log"
     with running_agent(config, port, log, ENV, command="aggregate") as job:

@@ -209,7 +209,9 @@ def test_the_state_volume_metrics_follow_statvfs_and_its_alerts_fire_as_the_app_
 
         readings = fill.free
         assert len(set(readings)) >= 3, f"the volume filled up gradually: {readings}"
-        assert readings[-1] < readings[0] < free_before, readings
+        # The first batch may still sit in RocksDB's memtable, so free space has only
+        # to fall by the end.
+        assert readings[-1] < readings[0] <= free_before, readings
         assert readings[-1] < NEARLY_FULL_FREE * size
         # Most of the space went to the app's state (the rest: RocksDB's files being
         # written, rounded to pages).

@@ -122,3 +122,26 @@ def run_job_until_caught_up(config: Config, spark: SparkSession) -> JobView:
         return job.state.view()
     finally:
         job.stop()
+
+
+def kafka_job_settings(port: int, checkpoint: Path, topic: str, findings_topic: str) -> str:
+    """The YAML after a config's clusters for a ``ksmon aggregate`` process that reads
+    ``topic`` from its start and publishes to ``findings_topic``, on local[2]."""
+    return yaml.safe_dump(
+        {
+            "logging": {"format": "json", "level": "info"},
+            "sink": {"type": "none"},
+            "aggregation": {
+                "listen": f"127.0.0.1:{port}",
+                "checkpoint_dir": str(checkpoint),
+                "trigger_interval": "1s",
+                "input": {
+                    "type": "kafka",
+                    "kafka": {"topic": topic, "starting_offsets": "earliest"},
+                },
+                "findings": {"topic": findings_topic, "partitions": 1},
+                "spark": {"master": "local[2]", "shuffle_partitions": 2},
+            },
+        },
+        sort_keys=False,
+    )

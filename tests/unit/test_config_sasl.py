@@ -168,7 +168,12 @@ def test_the_described_cluster_names_who_logs_in_and_never_the_secret() -> None:
     assert all(SECRET not in text for text in described.values())
 
 
-def test_each_mechanism_maps_to_kafka_python_and_to_the_java_client(tmp_path: Path) -> None:
+def test_each_mechanism_maps_to_kafka_python_and_to_the_java_client(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    aws_config = tmp_path / "aws-config"
+    aws_config.write_text("[profile mon]\nregion = eu-west-1\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(aws_config))
     oauth = parse(sasl(OAUTH + "  scope: kafka\n  extensions: {logicalCluster: lkc-1}\n"))
     kerberos = parse(sasl(KERBEROS, protocol="SASL_PLAINTEXT"))
     aws = parse(sasl("mechanism: AWS_MSK_IAM\naws: {profile: mon}\n"))
@@ -200,7 +205,13 @@ def test_each_mechanism_maps_to_kafka_python_and_to_the_java_client(tmp_path: Pa
         'com.sun.security.auth.module.Krb5LoginModule required useKeyTab="true" '
         'storeKey="true" keyTab="/k.keytab" principal="ksmon@EX.COM";'
     )
-    assert kafka_client_settings(aws.clusters[0])["sasl_mechanism"] == "AWS_MSK_IAM"
+    # MSK's IAM listeners take OAUTHBEARER with a signed token from kafka-python.
+    msk = kafka_client_settings(aws.clusters[0])
+    assert msk["sasl_mechanism"] == "OAUTHBEARER"
+    assert str(msk["sasl_oauth_token_provider"]) == (
+        "MSK IAM token of cluster a (region eu-west-1, profile mon)"
+    )
+    assert kafka_source_options(aws.clusters[0])["kafka.sasl.mechanism"] == "AWS_MSK_IAM"
     assert kafka_source_options(aws.clusters[0])["kafka.sasl.jaas.config"] == (
         'software.amazon.msk.auth.iam.IAMLoginModule required awsProfileName="mon";'
     )

@@ -148,7 +148,11 @@ def test_the_base_install_is_the_agent_and_the_extras_add_the_job_and_the_tools(
     assert requirement_names(project["dependencies"]) & job == set()
     assert requirement_names(extras["aggregate"]) == job - {"pyarrow"}  # pyspark[sql] brings it
     assert "pyspark[sql]==4.2.0" in extras["aggregate"]
-    assert "ksmon[aggregate]" in extras["dev"]
+    # The logins' libraries are extras of their own; the tests use them all.
+    assert requirement_names(extras["kerberos"]) == {"gssapi"}
+    assert requirement_names(extras["msk"]) == {"botocore"}
+    assert requirement_names(project["dependencies"]) & {"gssapi", "botocore"} == set()
+    assert "ksmon[aggregate,kerberos,msk]" in extras["dev"]
     assert "pip install --progress-bar off -e '.[dev]'" in (ROOT / "Makefile").read_text()
 
 

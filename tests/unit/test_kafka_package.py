@@ -73,6 +73,29 @@ def test_a_jars_dir_missing_or_without_jars_is_one_line_naming_the_key(tmp_path:
         kafka_source_conf(SparkConfig(jars_dir=tmp_path / "empty"), version="4.2.0", env={})
 
 
+def test_a_source_cluster_on_msk_iam_brings_amazons_login_library(tmp_path: Path) -> None:
+    conf = kafka_source_conf(SparkConfig(), msk_iam=True, version="4.2.0", env={})
+    assert conf["spark.jars.packages"] == f"{SOURCE},software.amazon.msk:aws-msk-iam-auth:2.4.0"
+
+    jars = tmp_path / "jars"
+    jars.mkdir()
+    (jars / "spark-sql-kafka-0-10_2.13-4.2.0.jar").write_text("")
+    with pytest.raises(ConfigError) as raised:
+        kafka_source_conf(SparkConfig(jars_dir=jars), msk_iam=True, version="4.2.0", env={})
+    assert str(raised.value) == (
+        f"aggregation.spark.jars_dir {jars}: has no aws-msk-iam-auth jar, which the source "
+        "cluster's AWS_MSK_IAM login needs; fill it with `python -m "
+        f"agent.aggregation.kafka_package --into {jars} --with-msk-iam`"
+    )
+    (jars / "aws-msk-iam-auth-2.4.0.jar").write_text("")
+    assert (
+        "aws-msk-iam-auth-2.4.0.jar"
+        in kafka_source_conf(SparkConfig(jars_dir=jars), msk_iam=True, version="4.2.0", env={})[
+            "spark.jars"
+        ]
+    )
+
+
 def test_ivy_names_are_read_as_the_artifacts_they_hold() -> None:
     assert jar_file_name("org.apache.kafka_kafka-clients-3.9.2.jar") == "kafka-clients-3.9.2.jar"
     assert jar_file_name("org.scala-lang.modules_scala-parallel-collections_2.13-1.2.0.jar") == (
