@@ -116,16 +116,17 @@ def keep_running(job: "AggregationJob", done: threading.Event) -> None:
     failures = 0
     while not done.is_set():
         try:
-            stopped = job.await_termination(1.0)
+            if not job.await_termination(1.0):
+                continue
+            reason = job.failure()
         except (Py4JError, OSError) as e:
+            # Asking the query how it ended needs the JVM, which a stop signal to the
+            # whole process group may have ended first: a normal stop.
             if done.wait(1.0):
-                break  # the stop signal reached Spark's JVM first: a normal stop
+                break
             raise KsmonError(
                 f"Spark's JVM stopped under the job ({first_line(e, 200)}); its log says why"
             ) from e
-        if not stopped:
-            continue
-        reason = job.failure()
         if reason is None:
             break
         # A supervisor's stop signal to the whole process group also kills what Spark's

@@ -218,7 +218,7 @@ class ExpositionConfig:
 # The JMX exporter's usual port in a Kafka Streams pod (conventions.md).
 DEFAULT_APP_METRICS_URL = "http://127.0.0.1:9404/metrics"
 # How the app's metrics are named (agent.streams.app_metrics.DIALECTS); auto: the page's.
-AppMetricsDialect = Literal["auto", "jmx-exporter", "micrometer"]
+AppMetricsDialect = Literal["auto", "jmx-exporter", "micrometer", "jmx-monitoring-stacks"]
 APP_METRICS_DIALECTS: tuple[AppMetricsDialect, ...] = get_args(AppMetricsDialect)
 
 

@@ -24,6 +24,14 @@ tags keep Kafka's (``client_id``, ``thread_id``, ``task_id``) and add
 ``kafka_version`` (and Spring's ``spring_id``), which are ignored. A name ending
 in ``total`` is a counter and keeps one ``_total``.
 
+Confluent's jmx-monitoring-stacks rules (``kafka_streams.yml``) keep the default names
+for most metrics but reshape the client's: alive and failed thread counts become
+``kafka_streams_stream_metrics{client_id=...,alive_stream_threads="2"} 2.0`` (the
+field a label, the value beside it), the String ``state`` a label of a sample worth 1,
+and on 4.x, whose MBeans also carry ``process-id``, their greedy patterns fold that tag
+into the name: ``kafka_streams_stream_thread_metrics_process_id_<uuid>_thread_state``
+(the uuid's dashes become underscores). ``_stacks_sample`` reads them back.
+
 ``detect_dialect`` tells the namings apart by the names present.
 ``relevant_line`` picks the few sample lines either naming reads out of the
 thousands an app exports (JVM, RocksDB, per-partition fetch metrics), so a
@@ -45,6 +53,7 @@ _ALIVE: Final = _CLIENT + "alive_stream_threads"
 _FAILED: Final = _CLIENT + "failed_stream_threads"
 _CLIENT_STATE: Final = _CLIENT + "client_state"
 _RECORDING_LEVEL: Final = _CLIENT + "recording_level"
+_APPLICATION_ID: Final = _CLIENT + "application_id"  # a label of client_state on 4.x
 _THREAD_STATE: Final = "kafka_streams_stream_thread_metrics_thread_state"
 _TASK: Final = "kafka_streams_stream_task_metrics_"
 _REMAINING: Final = _TASK + "restore_remaining_records"
@@ -61,8 +70,10 @@ _COORDINATOR: Final = "kafka_consumer_consumer_coordinator_metrics_"
 _COORDINATOR_FIELDS: Final = ("rebalance", "failed_rebalance", "last_rebalance_seconds_ago")
 _JVM_START: Final = "process_start_time_seconds"
 
-Dialect = Literal["jmx-exporter", "micrometer"]
+Dialect = Literal["jmx-exporter", "micrometer", "jmx-monitoring-stacks"]
 DIALECT_NAMES: Final[tuple[Dialect, ...]] = get_args(Dialect)
+
+Sample = tuple[str, Mapping[str, str], float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +82,11 @@ class DialectTable:
 
     name: Dialect
     names: Mapping[str, str]  # metric name (any ``_total`` removed) -> default name
+    # For a naming that puts a field in a label or folds a label into the name: the
+    # sample under its default name (None: not one the sidecar reads), and the first part
+    # of the lines it reads that way.
+    reshape: Callable[[Sample], Sample | None] | None = None
+    reshaped_prefixes: tuple[str, ...] = ()
 
 
 _DEFAULT_NAMES: Final = (
@@ -125,9 +141,66 @@ THREAD_STATES: Final = (
 )
 RECORDING_LEVELS: Final = ("INFO", "DEBUG", "TRACE")
 
+_STACKS_CLIENT: Final = "kafka_streams_stream_metrics"
+_STACKS_CLIENT_LABELS: Final = {
+    "alive_stream_threads": _ALIVE,
+    "failed_stream_threads": _FAILED,
+}
+_UUID_IN_NAME: Final = r"(?P<process>[0-9a-f]{8}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{4}_[0-9a-f]{12})"
+_STACKS_PROCESS_NAMES: Final = (
+    (
+        re.compile(f"{_CLIENT}process_id_{_UUID_IN_NAME}(?:_application_id_.+)?_client_state"),
+        _CLIENT_STATE,
+    ),
+    (re.compile(f"{_CLIENT}process_id_{_UUID_IN_NAME}_recording_level"), _RECORDING_LEVEL),
+    (
+        re.compile(f"kafka_streams_stream_thread_metrics_process_id_{_UUID_IN_NAME}_thread_state"),
+        _THREAD_STATE,
+    ),
+)
+
+
+def _stacks_sample(sample: Sample) -> Sample | None:
+    """A jmx-monitoring-stacks sample that is not under a default name, under its own."""
+    name, labels, value = sample
+    if name == _STACKS_CLIENT:
+        return _stacks_client_sample(labels, value)
+    for pattern, default_name in _STACKS_PROCESS_NAMES:
+        match = pattern.fullmatch(name)
+        if match is not None:
+            return default_name, {**labels, "process_id": match["process"].replace("_", "-")}, value
+    return None
+
+
+def _stacks_client_sample(labels: Mapping[str, str], value: float) -> Sample | None:
+    """One sample per attribute of the client: client_id and a label named after it."""
+    client = labels.get("client_id")
+    fields = [key for key in labels if key != "client_id"]
+    if client is None or len(fields) != 1:
+        return None
+    (field,) = fields
+    if field in _STACKS_CLIENT_LABELS:
+        return _STACKS_CLIENT_LABELS[field], {"client_id": client}, value
+    if field == "state" and labels[field] in CLIENT_STATES:
+        return _CLIENT_STATE, {"client_id": client}, float(CLIENT_STATES.index(labels[field]))
+    if field == "application_id":
+        return _APPLICATION_ID, dict(labels), value
+    return None
+
+
 DIALECTS: Final[Mapping[Dialect, DialectTable]] = {
     "jmx-exporter": DialectTable("jmx-exporter", {n: n for n in _DEFAULT_NAMES}),
     "micrometer": DialectTable("micrometer", _MICROMETER_NAMES),
+    "jmx-monitoring-stacks": DialectTable(
+        "jmx-monitoring-stacks",
+        {n: n for n in _DEFAULT_NAMES},
+        reshape=_stacks_sample,
+        reshaped_prefixes=(
+            _STACKS_CLIENT + "{",
+            _CLIENT + "process_id_",
+            "kafka_streams_stream_thread_metrics_process_id_",
+        ),
+    ),
 }
 # Names only Micrometer's page has, which tell it apart (``detect_dialect``).
 _MICROMETER_MARKERS: Final = frozenset(_MICROMETER_NAMES) - {_JVM_START}
@@ -154,7 +227,10 @@ FIELD_NAMES: Final = {
 # The first part of every sample line worth reading in any dialect (comments are never
 # needed). A bare name is followed by its labels or its value.
 _RELEVANT_PREFIXES: Final = tuple(
-    sorted({name for table in DIALECTS.values() for name in table.names})
+    sorted(
+        {name for table in DIALECTS.values() for name in table.names}
+        | {prefix for table in DIALECTS.values() for prefix in table.reshaped_prefixes}
+    )
 )
 _RELEVANT_RAW_PREFIXES: Final = tuple(p.encode() for p in _RELEVANT_PREFIXES)
 
@@ -244,11 +320,14 @@ def relevant_raw_line(line: bytes) -> bool:
 
 def detect_dialect(names: Iterable[str]) -> Dialect | None:
     """The naming a page's metric names (any ``_total`` removed) are in: Micrometer's if
-    any of its own names is there, else the default if any of its names is; None for a
-    page with no Kafka Streams name (an app still starting, or not a Kafka Streams app)."""
+    any of its own names is there, jmx-monitoring-stacks' if its client name is, else the
+    default if any of its names is; None for a page with no Kafka Streams name (an app
+    still starting, or not a Kafka Streams app)."""
     present = set(names)
     if not present.isdisjoint(_MICROMETER_MARKERS):
         return "micrometer"
+    if _STACKS_CLIENT in present:
+        return "jmx-monitoring-stacks"
     default = DIALECTS["jmx-exporter"].names
     return "jmx-exporter" if any(n in default and n != _JVM_START for n in present) else None
 
@@ -294,7 +373,7 @@ def parse_app_metrics(text: str, dialect: Dialect | Literal["auto"] = "auto") ->
 
 
 def _by_default_name(
-    samples: Iterable[tuple[str, Mapping[str, str], float]], table: DialectTable
+    samples: Iterable[Sample], table: DialectTable
 ) -> dict[str, list[tuple[Mapping[str, str], float]]]:
     """The samples a dialect names, under the default names (any ``_total`` removed)."""
     by_name: dict[str, list[tuple[Mapping[str, str], float]]] = defaultdict(list)
@@ -302,6 +381,8 @@ def _by_default_name(
         bare = name.removesuffix("_total")
         if bare in table.names:
             by_name[table.names[bare]].append((labels, value))
+        elif table.reshape is not None and (reshaped := table.reshape((bare, labels, value))):
+            by_name[reshaped[0]].append((reshaped[1], reshaped[2]))
     return by_name
 
 
@@ -319,13 +400,13 @@ def stream_thread_of_consumer(client_id: str) -> str | None:
     return thread
 
 
-def _samples(lines: Iterable[str]) -> tuple[list[tuple[str, Mapping[str, str], float]], int]:
+def _samples(lines: Iterable[str]) -> tuple[list[Sample], int]:
     """(name, labels, value) of every sample; a text the parser refuses is retried line by line."""
     from prometheus_client.parser import text_string_to_metric_families  # noqa: PLC0415 - only a sidecar needs it
 
     kept = list(lines)
 
-    def parse(text: str) -> list[tuple[str, Mapping[str, str], float]]:
+    def parse(text: str) -> list[Sample]:
         return [
             (s.name, s.labels, s.value)
             for family in text_string_to_metric_families(text)
@@ -336,7 +417,7 @@ def _samples(lines: Iterable[str]) -> tuple[list[tuple[str, Mapping[str, str], f
         return parse("\n".join(kept) + "\n"), 0
     except (ValueError, TypeError, IndexError):
         pass
-    samples: list[tuple[str, Mapping[str, str], float]] = []
+    samples: list[Sample] = []
     unparsed = 0
     for line in kept:
         try:
@@ -366,7 +447,7 @@ def _ordinal(value: float, names: tuple[str, ...]) -> str | None:
 def _clients(by_name: Samples) -> tuple[StreamsClientMetrics, ...]:
     values: dict[str, dict[str, float]] = defaultdict(dict)
     labels_of: dict[str, dict[str, str]] = defaultdict(dict)
-    for name in (_ALIVE, _FAILED, _CLIENT_STATE, _RECORDING_LEVEL):
+    for name in (_ALIVE, _FAILED, _CLIENT_STATE, _RECORDING_LEVEL, _APPLICATION_ID):
         for labels, value in by_name.get(name, ()):
             client = labels.get("client_id")
             if client is not None:

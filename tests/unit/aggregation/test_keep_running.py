@@ -1,7 +1,7 @@
 """``keep_running``: a failed query is restarted after a back-off, unless a stop signal
-is under way, in which case the failure is part of the stop (issue 25 #9: a stop
-signal to the whole process group kills Hadoop's chmod child of Spark's JVM, and
-the query fails an instant before the handler sees the signal)."""
+is under way, in which case the failure is part of the stop: a stop signal to the
+whole process group kills Hadoop's chmod child of Spark's JVM, or the JVM itself,
+an instant before this process's handler sees the signal."""
 
 import logging
 import threading
@@ -10,6 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from agent.aggregation import commands
+from agent.errors import KsmonError
 
 
 class FailingOnceJob:
@@ -63,3 +64,29 @@ def test_a_failure_without_a_stop_is_reported_and_the_query_restarted(
     assert errors == [
         "the streaming query failed (ExitCodeException exitCode=143); restarting in 0s"
     ]
+
+
+class JvmGoneJob(FailingOnceJob):
+    """A query stopped by the JVM's shutdown hook; asking why finds the JVM gone."""
+
+    def failure(self) -> str | None:
+        self.on_failure()
+        raise ConnectionRefusedError(111, "Connection refused")
+
+
+def test_a_jvm_gone_while_the_loop_asks_why_its_query_ended_is_a_stop_under_a_signal(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done = threading.Event()
+    job = JvmGoneJob(done.set, done)
+    with caplog.at_level(logging.INFO, logger=commands.log.name):
+        commands.keep_running(job, done)  # type: ignore[arg-type]
+    assert job.restarts == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def test_a_jvm_gone_without_a_stop_signal_is_one_error_saying_so() -> None:
+    done = threading.Event()
+    job = JvmGoneJob(lambda: None, done)
+    with pytest.raises(KsmonError, match=r"^Spark's JVM stopped under the job \(.*refused"):
+        commands.keep_running(job, done)  # type: ignore[arg-type]
