@@ -112,7 +112,10 @@ from agent.aggregation.rules.columns import (
 from agent.aggregation.rules.no_live_consumers import KIND as NO_LIVE_CONSUMERS
 from agent.aggregation.rules.rebalance_loop import KIND as REBALANCE_LOOP
 from agent.aggregation.rules.restore_stalled import KIND as RESTORE_STALLED
-from agent.aggregation.rules.restore_stalled import far_behind_members
+from agent.aggregation.rules.restore_stalled import (
+    far_behind_members,
+    unowned_stateful_subtopologies,
+)
 from agent.aggregation.window import SeriesWindow
 from agent.model.findings import SEVERITIES, FindingSubject
 from agent.model.records import JsonObject
@@ -128,6 +131,7 @@ REWOUND = "rewound"
 STATUSES = (STALLED, STOPPED, REWOUND, LAGGING, OK)
 
 LISTED = 10  # partitions listed per status in the evidence (the most lag first)
+TASKS_NAMED = 5  # tasks a restore hint names
 QUARTERS = 4
 _NONE = "none"
 
@@ -782,7 +786,7 @@ def _found(  # noqa: PLR0917 - one finding's every part
     rank = {s: i for i, s in enumerate(SEVERITIES)}  # critical first
     # The most severe status speaks; between equals, the worse one.
     main = min(reported, key=lambda s: (rank[severities[s]], STATUSES.index(s)))
-    owners = _owners(now.members)
+    owners = _owners(now.members, unowned_stateful_subtopologies(ev.group, now))
     evidence: JsonObject = {
         "status": group_status,
         "reported": list(reported),
@@ -803,6 +807,8 @@ def _found(  # noqa: PLR0917 - one finding's every part
         ]
         since = min(since, _since(status, listed, now.t - span))
     explanation = _explain(ev, main, reportable[main])
+    if main == STALLED:
+        explanation += _restore_hint(reportable[main], owners)
     others = [f"{counted(len(reportable[s]), 'partition')} {s}" for s in reported if s != main]
     if others:
         explanation += f"; also {', '.join(others)}"
@@ -825,17 +831,46 @@ def _since(status: str, statuses: list[_Status], window_start: float) -> float:
 class _Owner(NamedTuple):
     name: str  # "thread 1 of instance p" or "member <client id>"
     tasks: dict[_Key, str]  # the Kafka Streams task reading each of its partitions
+    # Its tasks that hold state whose changelogs the broker cannot tie to them.
+    restore_unseen: frozenset[str]
 
 
-def _owners(members: Sequence[Member]) -> dict[str, _Owner]:
-    """Member id -> who it is, and its partitions' tasks."""
+def _owners(members: Sequence[Member], unowned: frozenset[str]) -> dict[str, _Owner]:
+    """Member id -> who it is, its partitions' tasks, and which of them may be restoring
+    unseen (their sub-topology in ``unowned``)."""
     return {
         m.member_id: _Owner(
             thread_name(m.process, m.thread, m.client_id),
             {(tp.topic, tp.partition): task.task for task in m.active for tp in task.partitions},
+            frozenset(task.task for task in m.active if task.subtopology in unowned),
         )
         for m in members
     }
+
+
+def _restore_unseen(st: _Status, owners: Mapping[str, _Owner]) -> str | None:
+    """The stalled partition's task, if it holds state restore_stalled cannot judge."""
+    owner = owners.get(st.owner) if st.owner is not None else None
+    if owner is None:
+        return None
+    task = owner.tasks.get((st.track.topic, st.track.partition))
+    return task if task in owner.restore_unseen else None
+
+
+def _restore_hint(statuses: list[_Status], owners: Mapping[str, _Owner]) -> str:
+    """What to suspect when the stalled tasks hold state whose restore the broker cannot
+    see: with changelogs it cannot tie to tasks, a stuck restore looks like this."""
+    tasks = sorted({task for st in statuses if (task := _restore_unseen(st, owners))})
+    if not tasks:
+        return ""
+    more = len(tasks) - TASKS_NAMED
+    named = ", ".join(tasks[:TASKS_NAMED]) + (f" and {more} more" if more > 0 else "")
+    holds = "task {} holds" if len(tasks) == 1 else "tasks {} hold"
+    return (
+        f"; {holds.format(named)} state and a changelog with records has no owner the "
+        "broker can name: a state restore that does not progress is the likely cause (the "
+        "instance's log, or a ksmon sidecar beside it, shows the restore)"
+    )
 
 
 def _partition_evidence(
@@ -857,6 +892,7 @@ def _partition_evidence(
         owner = owners.get(st.owner) if st.owner is not None else None
         entry["owner"] = None if owner is None else owner.name
         entry["task"] = None if owner is None else owner.tasks.get((tr.topic, tr.partition))
+        entry["restore_likely"] = _restore_unseen(st, owners) is not None
     if status == REWOUND:
         entry["rewound_records"] = tr.rewind_records
         entry["from_offset"] = tr.rewind_from

@@ -333,6 +333,19 @@ def far_behind_members(ev: Evaluation) -> frozenset[str]:
     return frozenset(b.member.member_id for b in _behind_tasks(ev) if b.restoring(limit))
 
 
+def unowned_stateful_subtopologies(group: str, poll: Poll) -> frozenset[str]:
+    """The stateful sub-topologies (their tasks report offset sums) that own no changelog
+    the broker can tie to them while a changelog with records has no known owner: a
+    stuck restore there is one this rule cannot see (consumer_status says so)."""
+    owners = changelog_owners(group, poll)
+    claimed = {topic for owned in owners.values() for topic in owned.topics}
+    if not any(topic not in claimed and any(ends) for topic, ends in poll.changelog_ends or ()):
+        return frozenset()
+    reported = {m.offset_sums for m in poll.members}
+    stateful = {task.split("_", 1)[0] for sums in reported for task, _ in sums}
+    return frozenset(stateful - owners.keys())
+
+
 def _partition_bytes(topic: Topic | None) -> float | None:
     """A topic's size on disk over its partitions: one partition's share."""
     if topic is None or topic.size_bytes is None or not topic.partitions:

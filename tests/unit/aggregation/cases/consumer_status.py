@@ -50,13 +50,14 @@ class Part:
     end: Offsets
     committed: Offsets
     owned: Callable[[float], bool] = lambda s: True  # a member owns it (when there is one)
+    subtopology: int = 0  # of its task in a Kafka Streams app: <subtopology>_<number>
 
 
 @dataclass(frozen=True)
 class Group:
     parts: Sequence[Part]
     members: Callable[[float], bool] = lambda s: True  # the group has its member(s)
-    streams: bool = False  # a Kafka Streams app: one thread per partition, task 0_<n>
+    streams: bool = False  # a Kafka Streams app: one thread per partition, one task each
     offset_sums: dict[str, int] = field(default_factory=dict)
     changelog_ends: Sequence[int] = ()
     state: Callable[[float], str] = lambda s: "Stable"
@@ -98,8 +99,9 @@ def _members(group: str, g: Group) -> list[MemberInfo]:
             streams_member(
                 "pA",
                 i + 1,
-                {f"0_{p.number}": [(p.topic, p.number)]},
-                offset_sums={k: v for k, v in g.offset_sums.items() if k == f"0_{p.number}"},
+                {f"{p.subtopology}_{p.number}": [(p.topic, p.number)]},
+                # One instance: every thread reports the offset sums of all its state.
+                offset_sums=g.offset_sums,
             )
             for i, p in enumerate(g.parts)
         ]
@@ -359,6 +361,56 @@ CASES = [
         ),
     ),
     Case(
+        "cs-streams-restore-unseen",
+        "task 0_0 (a stateful sub-topology) commits nothing on its input while task 1_0 of "
+        "another stateful one moves, and the changelog with 49,900 records to restore is "
+        "named after no repartition topic: restore_stalled cannot tell whose it is, so the "
+        "stall is consumer_status's, which names a stuck restore as the likely cause",
+        KIND,
+        history(
+            "cs-streams-restore-unseen",
+            Group(
+                [
+                    Part("in", 0, ARRIVING, frozen_from(0, ARRIVING)),
+                    Part("by-region", 0, ARRIVING, ARRIVING, subtopology=1),
+                ],
+                streams=True,
+                offset_sums={"0_0": 100, "1_0": -2},
+                changelog_ends=[50_000],
+            ),
+        ),
+        expect=[Expect("critical")],
+        check=all_of(
+            _stalled_partitions("in-0"),
+            explains("task 0_0 holds state", "a state restore that does not progress"),
+            lambda cs: _evidence_of(cs, "in-0", task="0_0", restore_likely=True),
+        ),
+    ),
+    Case(
+        "cs-streams-stateless-stall-no-restore-hint",
+        "the same stall, but on a stateless task (no offset sum) while the only stateful "
+        "sub-topology owns the changelog: a restore cannot be why, and nothing says it is",
+        KIND,
+        history(
+            "cs-streams-stateless-stall-no-restore-hint",
+            Group(
+                [
+                    Part("in", 0, ARRIVING, frozen_from(0, ARRIVING)),
+                    Part("by-region", 0, ARRIVING, ARRIVING, subtopology=1),
+                ],
+                streams=True,
+                offset_sums={"1_0": -2},
+                changelog_ends=[50_000],
+            ),
+        ),
+        expect=[Expect("critical")],
+        check=all_of(
+            _stalled_partitions("in-0"),
+            lambda cs: _not_explained(cs, "likely cause"),
+            lambda cs: _evidence_of(cs, "in-0", task="0_0", restore_likely=False),
+        ),
+    ),
+    Case(
         "cs-paused-mid-rebalance",
         "paused as cs-paused, but the last poll sees the group rebalancing: not judged",
         KIND,
@@ -371,6 +423,11 @@ CASES = [
         ),
     ),
 ]
+
+
+def _not_explained(candidates: list[Candidate], text: str) -> None:
+    (found,) = candidates
+    assert text not in found.explanation, found.explanation
 
 
 def _evidence_of(candidates: list[Candidate], partition_name: str, **expected: object) -> None:
