@@ -8,6 +8,12 @@ All scenarios run side by side under one agent and one job (short windows, 2 s p
 so their waits overlap: the module fixture starts every app, injects every fault and
 runs every healthy run's churn; each test then waits for its own outcome.
 
+Two recoveries run together under their own agent and job: an app stopped whole for
+longer than the look-back while input arrives, then started again, and one instance
+of two stopped past the thread-death grace, then started again on its state. What
+each fault opens must open, and on the return nothing may open and what was open must
+close soon (``recovery_problems``).
+
 One runs alone, first, under its own agent and job (so it can be run by itself):
 ``restore-wiped``, issue 25 #5 and #6, an instance of a two-instance app restarted on
 an empty state directory (a pod rescheduled without its volume: no static membership,
@@ -54,6 +60,8 @@ from tests.support.live_scenarios import (
     describe,
     first_open,
     opened_never,
+    opened_unexpected,
+    recovery_problems,
     replay_config_text,
     save_recording,
 )
@@ -75,6 +83,14 @@ WIPED_THREADS = 2  # 16 tasks, 4 a thread: enough for threads_fewer_than_tasks t
 # Judged this long after the restart: past threads_fewer_than_tasks' lag window (300 s by
 # default), where it blamed the held tasks' lag on too few threads (issue 25 #6).
 WIPED_JUDGED_FOR = 330.0
+# The whole app away for longer than loop_window and evaluation_window together.
+OUTAGE = 180.0
+# One instance away for longer than thread_death_grace.
+INSTANCE_AWAY = 100.0
+BASELINE = 60.0  # of steady load before a recovery's fault
+# After a return: the loop window and a margin, in which re-forming must not look like
+# a loop and the backlog drain like hot tasks.
+RECOVERY_JUDGED_FOR = 150.0
 FAST_SESSION = {"session.timeout.ms": "10000", "heartbeat.interval.ms": "1000"}
 DETECTORS = {
     # The default: over a shorter window, the catch-up after an instance of the rolling
@@ -238,6 +254,37 @@ def _settled(instances: list[StreamsAppInstance], tasks: int) -> None:
     wait_until(split, timeout=240, what=f"{names} sharing {tasks} tasks", interval=1)
 
 
+@contextlib.contextmanager
+def _monitored(
+    kafka: EmbeddedKafka,
+    streams_app_build: StreamsAppBuild,
+    spark: SparkSession,
+    work: Path,
+    prefix: str,
+) -> Iterator[Live]:
+    """The agent and the job running on the groups named with ``prefix``, the apps
+    started through ``state.apps``; what ran is recorded when the block ends without an
+    error (and KSMON_RECORD_DIR asks), and everything is stopped whatever happened."""
+    config = _config(kafka, work, prefix)
+    apps = StreamsApps(kafka, streams_app_build, work / "apps")
+    agent_runner = AgentRunner(config)
+    job = AggregationJob(config, spark)
+    state = Live(prefix, config, job, apps, work / "spool")
+    try:
+        agent_runner.start()
+        job.start()
+        yield state
+        if RECORD_DIR:
+            _record(state, Path(RECORD_DIR))
+    finally:
+        for load in state.loads:
+            load.stop()
+        with contextlib.suppress(Exception):
+            job.stop()
+        agent_runner.stop()
+        apps.stop_all()
+
+
 @pytest.fixture(scope="module")
 def live(
     kafka: EmbeddedKafka,
@@ -247,8 +294,6 @@ def live(
 ) -> Iterator[Live]:
     work = tmp_path_factory.mktemp("live")
     prefix = unique_name("live")
-    config = _config(kafka, work, prefix)
-    apps = StreamsApps(kafka, streams_app_build, work / "apps")
     hot = _app(prefix, "hot", topology="join")
     hot_kip1071 = _kip1071_app(prefix, "hot-kip1071", topology="join")
     restore = _app(prefix, "restore", static_membership=True, restore_marker=work / "hold-restore")
@@ -282,12 +327,7 @@ def live(
     }
     create_topics(kafka.bootstrap_servers, topics | {loop.input_topic: LOOP_PARTITIONS})
 
-    agent_runner = AgentRunner(config)
-    job = AggregationJob(config, spark)
-    state = Live(prefix, config, job, apps, work / "spool")
-    try:
-        agent_runner.start()
-        job.start()
+    with _monitored(kafka, streams_app_build, spark, work, prefix) as state:
         # Every JVM at once: they boot in parallel.
         counts = (
             (hot, 2),
@@ -299,10 +339,10 @@ def live(
             (scale, 2),
             *((app, 2) for app in healthy_kip1071),
         )
-        started = {app.application_id: apps.start(app, n, wait=False) for app, n in counts}
+        started = {app.application_id: state.apps.start(app, n, wait=False) for app, n in counts}
         started[poison.application_id] = [
-            *apps.start(poison, 1, wait=False),
-            *apps.start(poison_bystander, 1, wait=False),
+            *state.apps.start(poison, 1, wait=False),
+            *state.apps.start(poison_bystander, 1, wait=False),
         ]
         for instances in started.values():
             for instance in instances:
@@ -324,15 +364,6 @@ def live(
             (scale, scale_kip1071),
         )
         yield state
-        if RECORD_DIR:
-            _record(state, Path(RECORD_DIR))
-    finally:
-        for load in state.loads:
-            load.stop()
-        with contextlib.suppress(Exception):
-            job.stop()
-        agent_runner.stop()
-        apps.stop_all()
 
 
 def _healthy_churn(
@@ -434,19 +465,12 @@ def wiped(
     freely), and input keeps arriving."""
     work = tmp_path_factory.mktemp("wiped")
     prefix = unique_name("live")
-    config = _config(kafka, work, prefix)
-    apps = StreamsApps(kafka, streams_app_build, work / "apps")
     app = _app(prefix, WIPED, threads=WIPED_THREADS)
     marker = work / "hold-restore"
     create_topics(kafka.bootstrap_servers, {app.input_topic: PARTITIONS})
-    agent_runner = AgentRunner(config)
-    job = AggregationJob(config, spark)
-    state = Live(prefix, config, job, apps, work / "spool")
-    try:
-        agent_runner.start()
-        job.start()
-        (restarted,) = apps.start(replace(app, restore_marker=marker), 1, wait=False)
-        (other,) = apps.start(app, 1, wait=False)
+    with _monitored(kafka, streams_app_build, spark, work, prefix) as state:
+        (restarted,) = state.apps.start(replace(app, restore_marker=marker), 1, wait=False)
+        (other,) = state.apps.start(app, 1, wait=False)
         for instance in (restarted, other):
             instance.wait_until_running(timeout=300)
         _settled([restarted, other], 2 * PARTITIONS)
@@ -468,15 +492,6 @@ def wiped(
             Facts(WIPED, app.application_id, _process(restarted)), fault_at=restarted_at
         )
         yield state
-        if RECORD_DIR:
-            _record(state, Path(RECORD_DIR))
-    finally:
-        for load in state.loads:
-            load.stop()
-        with contextlib.suppress(Exception):
-            job.stop()
-        agent_runner.stop()
-        apps.stop_all()
 
 
 def test_a_restart_on_an_empty_state_directory_is_found_from_the_broker_alone(
@@ -495,6 +510,78 @@ def test_a_restart_on_an_empty_state_directory_is_found_from_the_broker_alone(
     events = wiped.events(facts.group)
     assert opened_never(events, WIPED) == [], describe(events)
     wiped.decided[WIPED] = max(wiped.decided[WIPED], judged_until)
+
+
+def _job_reached(state: Live, until: float, what: str) -> None:
+    """Wait until the job has judged the polls up to ``until`` (event time)."""
+
+    def judged() -> bool:
+        return dict(state.job.state.view().newest_snapshot).get("local", 0.0) >= until
+
+    wait_until(judged, timeout=FINDING_TIMEOUT, what=f"the job past {what}", interval=3)
+
+
+@pytest.fixture
+def recoveries(
+    kafka: EmbeddedKafka,
+    streams_app_build: StreamsAppBuild,
+    spark: SparkSession,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Live]:
+    """``return``: two instances of two stream threads, stopped (a clean close) for
+    OUTAGE while input arrives, then started again. ``restart``: the first of two
+    instances stopped for INSTANCE_AWAY, then started again on its state directory, so
+    under the same process id. Each scenario's ``fault_at`` is its return."""
+    work = tmp_path_factory.mktemp("recoveries")
+    prefix = unique_name("live")
+    whole = _app(prefix, "return", threads=2)
+    one = _app(prefix, "restart")
+    create_topics(kafka.bootstrap_servers, {c.input_topic: PARTITIONS for c in (whole, one)})
+    with _monitored(kafka, streams_app_build, spark, work, prefix) as state:
+        returning = state.apps.start(whole, 2, wait=False)
+        restarting = state.apps.start(one, 2, wait=False)
+        for instance in (*returning, *restarting):
+            instance.wait_until_running(timeout=300)
+        _settled(returning, 2 * PARTITIONS)
+        _settled(restarting, 2 * PARTITIONS)
+        for app in (whole, one):
+            state.load(app.input_topic, 30)
+        _job_reached(state, time.time() + BASELINE, "the steady baseline")
+
+        stopped = restarting[0]
+        process = _process(stopped)
+        for instance in (*returning, stopped):
+            instance.stop()
+        fault = time.time()
+        _job_reached(state, fault + INSTANCE_AWAY, "one instance away")
+        stopped.start()
+        stopped_back = time.time()
+        _job_reached(state, fault + OUTAGE, "the whole app away")
+        for instance in returning:
+            instance.start()
+        whole_back = time.time()
+        for instance in (*returning, stopped):
+            instance.wait_until_running(timeout=300)
+        assert _process(stopped) == process, "started again on its state: the same process id"
+        state.facts["return"] = Facts("return", whole.application_id, fault_at=whole_back)
+        state.facts["restart"] = Facts(
+            "restart", one.application_id, process, fault_at=stopped_back
+        )
+        _job_reached(state, whole_back + RECOVERY_JUDGED_FOR, "the returns")
+        yield state
+
+
+def test_an_app_back_from_an_outage_and_a_restarted_instance_are_quiet_on_their_return(
+    recoveries: Live,
+) -> None:
+    for scenario in ("return", "restart"):
+        recoveries.expect(scenario)  # what the fault itself opens
+        facts = recoveries.facts[scenario]
+        assert facts.fault_at is not None
+        events = recoveries.events(facts.group)
+        assert recovery_problems(events, facts) == [], describe(events)
+        assert opened_unexpected(events, scenario) == [], describe(events)
+        recoveries.decided[scenario] = facts.fault_at + RECOVERY_JUDGED_FOR
 
 
 def test_two_hot_partitions_on_one_instance_are_found_with_the_member_and_instance(

@@ -11,14 +11,14 @@ the live run into its recording.
 
 import gzip
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from agent.model.findings import Finding, FindingEvent
+from agent.model.findings import SEVERITIES, Finding, FindingEvent
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "recordings"
 SNAPSHOTS_FILE = "snapshots.jsonl.gz"
@@ -37,6 +37,13 @@ PROBLEMS = (
     "loop-sync-fails",
     "restore-wiped",  # issue 25 #5, #6
 )
+# A fault that the test then ends, at ``Facts.fault_at`` (the return): the whole app
+# stopped for longer than the look-back while input arrives, then started again; one
+# instance of two stopped past the thread-death grace, then started again on its state
+# (the same process id). What the fault opens is in EXPECTED; after the return nothing
+# opens or pages louder, and what was open closes within RECOVERY_CLOSES_WITHIN.
+RECOVERIES = ("return", "restart")
+RECOVERY_CLOSES_WITHIN = 60.0
 CHURN = ("steady", "rolling", "scale")
 # The healthy runs again with the app on group.protocol=streams.
 HEALTHY = (*CHURN, *(f"{name}-kip1071" for name in CHURN))
@@ -90,6 +97,10 @@ def _restore(f: Finding, facts: Facts) -> None:
 def _poison(f: Finding, facts: Facts) -> None:
     assert f.subject.process == facts.process, f"the pill killed {facts.process}: {f}"
     assert f.severity == "info", f"no sidecar: from the broker it may be a scale-down: {f}"
+
+
+def _restarted(f: Finding, facts: Facts) -> None:
+    assert f.subject.process == facts.process, f"{facts.process} was stopped: {f}"
 
 
 def _loop(f: Finding, _facts: Facts) -> None:
@@ -159,6 +170,10 @@ EXPECTED: Mapping[str, tuple[Expected, ...]] = {
     "restore-wiped": (
         Expected("restore_stalled", lambda f: f.kind == "restore_stalled", _restore_wiped),
     ),
+    "return": (Expected("no_live_consumers", lambda f: f.kind == "no_live_consumers"),),
+    "restart": (
+        Expected("stream_threads_dead", lambda f: f.kind == "stream_threads_dead", _restarted),
+    ),
 }
 
 # Kinds a problem scenario must never open: in a loop whose threads all live, members out
@@ -180,6 +195,52 @@ def opened_never(events: Iterable[FindingEvent], scenario: str) -> list[FindingE
     """The ``open`` events of kinds ``scenario`` must never open."""
     never = NEVER.get(scenario, ())
     return [e for e in events if e.event == "open" and e.finding.kind in never]
+
+
+def opened_unexpected(events: Iterable[FindingEvent], scenario: str) -> list[FindingEvent]:
+    """The ``open`` events of findings none of ``scenario``'s EXPECTED entries is about:
+    for a recovery, whose start, steady load and fault each have one outcome."""
+    expected = EXPECTED[scenario]
+    return [
+        e for e in events if e.event == "open" and not any(x.matches(e.finding) for x in expected)
+    ]
+
+
+def recovery_problems(events: Sequence[FindingEvent], facts: Facts) -> list[str]:
+    """What a recovery scenario's events hold against the return: a finding opened after
+    it, or raised to a louder severity, and one open at the return that did not close
+    within RECOVERY_CLOSES_WITHIN."""
+    back = facts.fault_at
+    assert back is not None, f"{facts.scenario}: a recovery has a return time"
+    loudness = {severity: -i for i, severity in enumerate(SEVERITIES)}  # critical first
+    problems: list[str] = []
+    severity_of: dict[str, str] = {}  # the open findings' severities
+    open_at_return: set[str] = set()
+    closed_after: dict[str, float] = {}  # seconds from the return to each first close
+    for e in events:
+        key, after, severity = e.finding.key, e.at - back, e.finding.severity
+        if e.event == "close":
+            severity_of.pop(key, None)
+            if after <= 0:
+                open_at_return.discard(key)
+            else:
+                closed_after.setdefault(key, after)
+            continue
+        previous = severity_of.get(key)
+        severity_of[key] = severity
+        if after <= 0:
+            open_at_return.add(key)
+        elif e.event == "open" or (previous and loudness[severity] > loudness[previous]):
+            problems.append(
+                f"{e.event} {after:.0f} s after the return: {e.finding.kind} "
+                f"{e.finding.subject.key} {severity}: {e.finding.explanation}"
+            )
+    for key in sorted(open_at_return):
+        closed = closed_after.get(key)
+        if closed is None or closed > RECOVERY_CLOSES_WITHIN:
+            took = "never closed" if closed is None else f"closed {closed:.0f} s after it"
+            problems.append(f"{key}, open at the return, {took}")
+    return problems
 
 
 def describe(events: Iterable[FindingEvent]) -> list[tuple[str, str, str, str]]:

@@ -49,7 +49,8 @@ Legitimate churn:
 * a group forming as the agent first sees it (its first snapshot is not
   Stable: in a rebalance, or Empty before its first member joined): while it
   forms the rule does not hold, and the rebalances until its first Stable
-  snapshot are explained, within ``loop_window``.
+  snapshot are explained, within ``loop_window`` (so are those a later snapshot
+  lists with a time within the forming).
 
 A rebalance that never completes is a loop whatever the counts say: while the
 group is rebalancing, an instance whose members were replaced twice over since
@@ -140,6 +141,7 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
     if steady is not None:
         return steady
     series_start = polls[0].t
+    formed_at = polls[forming_until].t if forming_until >= 0 else None
     next_stable = _next_stable(polls, first)
     last_stable = _last_stable_before(polls, first)
     out = []
@@ -168,7 +170,11 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
         probing = events if events and _probing(last_stable, next_stable[i - first]) else 0
         unstable = poll.t - previous.t if previous is not None and previous.rebalancing else 0.0
         empty = poll.t - previous.t if previous is not None and previous.state == "Empty" else 0.0
-        forming = i <= forming_until
+        if i <= forming_until:
+            formation = events
+        else:
+            dated = _listed_while_forming(poll, previous, series_start, formed_at)
+            formation = min(dated, events - probing)
         out.append(
             PollRebalances(
                 events,
@@ -176,9 +182,9 @@ def rebalance_events(polls: Sequence[Poll], first: int, forming_until: int) -> l
                 exact or 0,
                 unseen,
                 probing,
-                events if forming else 0,
+                formation,
                 unstable,
-                unstable if forming else 0.0,
+                unstable if i <= forming_until else 0.0,
                 empty,
             )
         )
@@ -249,6 +255,26 @@ def _exact_events(poll: Poll, previous: Poll | None, series_start: float) -> int
         # then generations 0-2 at once, two of them from before the first poll).
         return sum(1 for _, at in poll.rebalances if at >= series_start)
     return None
+
+
+def _listed_while_forming(
+    poll: Poll, previous: Poll | None, series_start: float, formed_at: float | None
+) -> int:
+    """The rebalances a snapshot after the group formed lists with a time within its
+    forming, when that list is what counts them (no generation or epoch to compare):
+    the agent learns a new group's generations a poll or two late (seen live: two
+    instances started together, the generations of their forming listed two polls after
+    the group's first Stable one)."""
+    if formed_at is None or previous is None or _counters_known(poll, previous):
+        return 0
+    return sum(1 for _, at in poll.rebalances if series_start <= at <= formed_at)
+
+
+def _counters_known(poll: Poll, previous: Poll) -> bool:
+    """Whether two polls' generations (or epochs) count the rebalances between them."""
+    return (poll.generation is not None and previous.generation is not None) or (
+        poll.group_epoch is not None and previous.group_epoch is not None
+    )
 
 
 def _rounds(poll: Poll, previous: Poll | None) -> int:

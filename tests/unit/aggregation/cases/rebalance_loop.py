@@ -87,6 +87,19 @@ def _generations_learnt_late(s: float) -> Poll:
     return Poll(members=members, generation=3, listed=listed)
 
 
+def _formation_learnt_late(s: float) -> Poll:
+    # Seen live: two instances started together. The agent first sees the group mid-
+    # rebalance, then Stable without a generation; a poll later lists generations 1-3
+    # from the forming and 4 (a follow-up) from just after it.
+    if s == 0:
+        return Poll("CompletingRebalance", _undecoded("x"))
+    members = [_thread("pA"), _thread("pB")]
+    if s < 60:
+        return Poll(members=members)
+    listed = ((0, -1.0), (1, 5.0), (2, 10.0), (3, 20.0), (4, 21.0)) if s == 60 else ()
+    return Poll(members=members, generation=4, listed=listed)
+
+
 def _never_settles(s: float) -> Poll:
     # First seen rebalancing, and never Stable since: a new generation every 20 s for 20
     # minutes, longer than a group takes to form.
@@ -433,6 +446,15 @@ CASES = [
         KIND,
         _history("loop-group-forming", _group_forms),
         at=T0 + 40,
+    ),
+    Case(
+        "loop-formation-learnt-late",
+        "first seen mid-rebalance, then Stable; a later snapshot lists the generations "
+        "dated within the forming (and one follow-up after it): they are the forming's, "
+        "not a loop",
+        KIND,
+        _history("loop-formation-learnt-late", _formation_learnt_late),
+        at=T0 + 100,
     ),
     Case(
         "loop-history-before-first-poll",
