@@ -2,10 +2,11 @@
 tests run the very code the build runs. Standard library only: it runs in a bare
 base image, before ksmon is installed.
 
-    python3 build_helpers.py requirements pyproject.toml [EXTRA ...] > requirements.txt
+    python3 build_helpers.py requirements pyproject.toml [EXTRA[,EXTRA] ...] > requirements.txt
 
-prints ksmon's dependencies with those of the named extras, so the image installs
-them in a layer of their own that a change to ksmon's code leaves cached.
+prints ksmon's dependencies with those of the named extras (an empty argument names
+none: the Dockerfile's EXTRAS when not set), so the image installs them in a layer of
+their own that a change to ksmon's code leaves cached.
 """
 
 import re
@@ -55,8 +56,9 @@ def requirements(pyproject_text: str, extras: Sequence[str] = ()) -> list[str]:
 
 def main(argv: Sequence[str]) -> int:
     match list(argv):
-        case ["requirements", pyproject, *extras]:
+        case ["requirements", pyproject, *arguments]:
             text = Path(pyproject).read_text(encoding="utf-8")
+            extras = [e.strip() for a in arguments for e in a.split(",") if e.strip()]
             try:
                 listed = requirements(text, extras)
             except UnknownExtraError as e:

@@ -184,6 +184,28 @@ def test_an_unknown_extra_is_an_error_naming_the_known_ones() -> None:
     assert run.stderr.count("\n") == 1, "one line, no traceback"
 
 
+@pytest.mark.parametrize(
+    ("arguments", "extras"),
+    [
+        (["aggregate", ""], ["aggregate"]),  # EXTRAS not set: nothing more
+        (["msk"], ["msk"]),
+        (["aggregate", "msk,kerberos"], ["aggregate", "msk", "kerberos"]),
+        ([" msk , "], ["msk"]),
+    ],
+)
+def test_the_build_step_takes_the_extras_as_the_build_argument_gives_them(
+    arguments: list[str], extras: list[str]
+) -> None:
+    helper = [sys.executable, str(IMAGE / "build_helpers.py"), "requirements"]
+    run = subprocess.run(
+        [*helper, str(REPO / "pyproject.toml"), *arguments],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert run.stdout.splitlines() == requirements(PYPROJECT, extras)
+
+
 @pytest.fixture(scope="module")
 def kafka_source_jars(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The Kafka source's jars as the job image gets them: the command its build runs."""

@@ -11,6 +11,7 @@ from tests.support.environment import unavailable
 
 AGENT_IMAGE = "localhost/ksmon:tests"
 JOB_IMAGE = "localhost/ksmon-job:tests"
+AGENT_MSK_IMAGE = "localhost/ksmon-msk:tests"
 
 
 @pytest.fixture(scope="session")
@@ -41,5 +42,16 @@ def agent_image(local_bases: None, image_logs: Path) -> str:
 def job_image(local_bases: None, image_logs: Path) -> str:
     try:
         return build_image("job", JOB_IMAGE, image_logs / "job-build.log")
+    except SetupError as e:
+        pytest.fail(str(e), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def agent_msk_image(local_bases: None, image_logs: Path) -> str:
+    """The agent image with the msk extra (``--build-arg EXTRAS=msk``)."""
+    try:
+        return build_image(
+            "agent", AGENT_MSK_IMAGE, image_logs / "agent-msk-build.log", extras="msk"
+        )
     except SetupError as e:
         pytest.fail(str(e), pytrace=False)

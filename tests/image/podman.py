@@ -57,10 +57,13 @@ def make_local_bases(log: Path) -> None:
     _run_logged([str(MAKE_BASES)], log, what="making the Debian base images")
 
 
-def build_image(target: str, tag: str, log: Path) -> str:
-    """The Dockerfile's ``target`` built on the local bases as ``tag``; podman's layer
-    cache makes a rebuild of unchanged sources quick."""
+def build_image(target: str, tag: str, log: Path, *, extras: str = "") -> str:
+    """The Dockerfile's ``target`` built on the local bases as ``tag``, with ksmon's
+    ``extras`` (the EXTRAS build argument); podman's layer cache makes a rebuild of
+    unchanged sources quick."""
     command = ["podman", "build", *RUNTIME_FLAGS]
+    if extras:
+        command += ["--build-arg", f"EXTRAS={extras}"]
     for store in CA_STORES:
         if store.is_file():
             command += ["--volume", f"{store}:{store}:ro"]

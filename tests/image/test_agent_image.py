@@ -3,6 +3,8 @@ Deployments run it: as user 10001 with a read-only root file system and a tmpfs 
 /tmp, its config mounted read-only. It polls the session broker and serves /metrics
 with the fixture Streams app's group; it carries the lean install only."""
 
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,7 @@ from tests.image.ksmon_containers import (
     series,
     start_streams_app,
 )
-from tests.image.podman import image_size, run_once
+from tests.image.podman import RUNTIME_FLAGS, image_size, run_once
 from tests.support.agent_process import metric_values
 from tests.support.streams import StreamsApps, unique_name
 
@@ -27,6 +29,16 @@ pytestmark = pytest.mark.integration
 AGENT_IMAGE_MAX_BYTES = 150 * 10**6
 # Distributions only the aggregation job needs (`ksmon[aggregate]`).
 JOB_ONLY = ("pyspark", "numpy", "pandas", "pyarrow")
+# An MSK cluster's config: the region is in the broker's host name, the credentials
+# would come from the pod's role (check-config fetches none).
+MSK_CONFIG = """\
+clusters:
+  - name: msk
+    bootstrap_servers: ["b-1.demo.abc123.c2.kafka.eu-west-1.amazonaws.com:9098"]
+    security:
+      protocol: SASL_SSL
+      sasl: {mechanism: AWS_MSK_IAM}
+"""
 
 
 def test_the_agent_image_polls_the_broker_and_serves_the_apps_group_read_only(
@@ -74,3 +86,40 @@ def test_the_agent_image_is_the_lean_install_and_small(agent_image: str) -> None
     assert [name for name in JOB_ONLY if name in installed] == []
     size = image_size(agent_image)
     assert size <= AGENT_IMAGE_MAX_BYTES, f"the agent image has {size / 1e6:.0f} MB"
+
+
+def _check_msk_config(image: str) -> subprocess.CompletedProcess[str]:
+    """``ksmon check-config`` on MSK_CONFIG, written inside a fresh container."""
+    script = (
+        f"printf '%s' {shlex.quote(MSK_CONFIG)} > /tmp/ksmon.yaml "
+        "&& exec ksmon check-config /tmp/ksmon.yaml"
+    )
+    return subprocess.run(
+        ["podman", "run", "--rm", *RUNTIME_FLAGS, "--entrypoint", "sh", image, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_the_lean_agent_image_says_an_msk_login_needs_the_msk_extra(agent_image: str) -> None:
+    checked = _check_msk_config(agent_image)
+    assert checked.returncode != 0, checked.stdout
+    assert "needs the Python package botocore (pip install 'ksmon[msk]')" in checked.stderr
+    assert "Traceback" not in checked.stderr
+
+
+def test_the_agent_image_built_with_the_msk_extra_takes_an_msk_config(
+    agent_msk_image: str,
+) -> None:
+    checked = _check_msk_config(agent_msk_image)
+    assert checked.returncode == 0, checked.stderr
+    assert "over SASL_SSL AWS_MSK_IAM (credentials from the AWS chain)" in checked.stdout
+    installed = run_once(
+        agent_msk_image,
+        "-c",
+        "import importlib.metadata as m; print(m.version('botocore'))",
+        entrypoint="python3",
+    )
+    assert installed, "botocore is installed"
