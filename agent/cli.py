@@ -275,7 +275,7 @@ def _aggregate(args: argparse.Namespace) -> int:
             "installed): pip install 'ksmon[aggregate]'"
         )
     from agent.aggregation import commands  # noqa: PLC0415 - Spark only when asked for
-    from agent.aggregation.render import events_text  # noqa: PLC0415
+    from agent.aggregation.outputs.render import events_text  # noqa: PLC0415
     from agent.commands import load_usable_config  # noqa: PLC0415
 
     config = load_usable_config(args.config)
@@ -301,7 +301,7 @@ def _aggregate(args: argparse.Namespace) -> int:
 
 def _findings(args: argparse.Namespace) -> int:
     from agent.aggregation.commands import open_findings  # noqa: PLC0415
-    from agent.aggregation.render import findings_json, findings_text  # noqa: PLC0415
+    from agent.aggregation.outputs.render import findings_json, findings_text  # noqa: PLC0415
     from agent.config import load_config  # noqa: PLC0415
 
     findings = open_findings(load_config(args.config))

@@ -185,7 +185,7 @@ def main() -> None:  # noqa: PLR0915 - one linear script: prepare, fill, measure
             "python_workers_mb": sum(peak_kb(p) for p in descendants(jvm)) // 1024,
             "driver_python_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
         }
-        view = job.state.view()
+        view = job.latest.view()
         progress = [
             (p["batchId"], p["numInputRows"], p["durationMs"])
             for p in job._query.recentProgress  # type: ignore[attr-defined]

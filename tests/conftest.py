@@ -136,8 +136,8 @@ def spark() -> "Iterator[SparkSession]":
     """The session's one real Spark (``local[2]``, small-data settings, UI off), with the
     Kafka source (fetched by Spark into ksmon's cache once, as the job does)."""
     try:
-        from agent.aggregation.kafka_package import kafka_source_conf  # noqa: PLC0415
-        from agent.aggregation.session import spark_session  # noqa: PLC0415 - starts a JVM
+        from agent.aggregation.spark.kafka_package import kafka_source_conf  # noqa: PLC0415
+        from agent.aggregation.spark.session import spark_session  # noqa: PLC0415 - starts a JVM
         from agent.config.schema import SparkConfig  # noqa: PLC0415
 
         session = spark_session(

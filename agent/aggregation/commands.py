@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.aggregation.findings_topic import FindingsTopicError, read_events
+from agent.aggregation.outputs.findings_topic import FindingsTopicError, read_events
 from agent.config import Config, kafka_client_settings
 from agent.errors import ConfigError, KsmonError, first_line
 from agent.model.findings import Finding, current_findings
@@ -47,8 +47,8 @@ def open_findings(config: Config) -> list[Finding]:
 
 def replay_recordings(config: Config, paths: list[Path]) -> "ReplayResult":
     """The rules over recorded files, in this process (no Spark: replay is plain Python)."""
-    from agent.aggregation.checkpoint import checkpoint_dir  # noqa: PLC0415
     from agent.aggregation.replay import replay  # noqa: PLC0415
+    from agent.aggregation.spark.checkpoint import checkpoint_dir  # noqa: PLC0415
 
     return replay(
         paths,

@@ -36,12 +36,18 @@ from py4j.protocol import Py4JError  # type: ignore[import-untyped]
 from pyspark.errors import PySparkRuntimeError, StreamingQueryException
 from pyspark.sql import DataFrame, SparkSession
 
-from agent.aggregation.api import JobApi
-from agent.aggregation.board import BatchTally, Board
-from agent.aggregation.checkpoint import Checkpoint, checkpoint_dir
-from agent.aggregation.exposition import JobExposition
-from agent.aggregation.findings_topic import FindingsPublisher, FindingsTopicError, TopicToCreate
-from agent.aggregation.input_wait import (
+from agent.aggregation.judging.board import BatchTally, Board
+from agent.aggregation.outputs.api import JobApi
+from agent.aggregation.outputs.findings_topic import (
+    FindingsPublisher,
+    FindingsTopicError,
+    TopicToCreate,
+)
+from agent.aggregation.outputs.job_metrics import JobExposition
+from agent.aggregation.outputs.latest import LatestView
+from agent.aggregation.outputs.quarantine import write_rejected
+from agent.aggregation.spark.checkpoint import Checkpoint, checkpoint_dir
+from agent.aggregation.spark.input_wait import (
     InputWatch,
     JobInput,
     Probe,
@@ -51,17 +57,15 @@ from agent.aggregation.input_wait import (
     topic_probe,
     wait_for_input,
 )
-from agent.aggregation.kafka_package import kafka_source_conf
-from agent.aggregation.operator import judged, outputs
-from agent.aggregation.quarantine import write_rejected
-from agent.aggregation.session import spark_session
-from agent.aggregation.source import (
+from agent.aggregation.spark.kafka_package import kafka_source_conf
+from agent.aggregation.spark.operator import judged, outputs
+from agent.aggregation.spark.session import spark_session
+from agent.aggregation.spark.source import (
     java_options_conf,
     jvm_system_properties,
     kafka_stream,
     spool_stream,
 )
-from agent.aggregation.state import JobState
 from agent.config import Config, kafka_client_settings
 from agent.errors import ConfigError, SetupError, described, first_line
 from agent.exposition.http import MetricsServer
@@ -209,7 +213,7 @@ class AggregationJob:
         )
         self.ledger = BatchLedger(self.checkpoint.ledger)
         quiet_query_failures(spark)
-        self.state = JobState()
+        self.latest = LatestView()
         self.board = Board()
         self._board_batch: int | None = None  # the batch the board reflects
         self._late_counted_through = -1  # the last batch whose watermark drops are counted
@@ -226,9 +230,9 @@ class AggregationJob:
                 None,
                 listen.host,
                 listen.port,
-                ready=lambda: self.state.view().started,
-                exposition=JobExposition(self.state),
-                api=JobApi(self.state),
+                ready=lambda: self.latest.view().started,
+                exposition=JobExposition(self.latest),
+                api=JobApi(self.latest),
             )
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -243,7 +247,7 @@ class AggregationJob:
         if latest is not None:
             self.board = Board.restored(latest.board)
             self._board_batch = latest.batch_id
-            self.state.restored(self.board.open_findings(), self.board.newest)
+            self.latest.restored(self.board.open_findings(), self.board.newest)
         if self.publisher is not None:
             # Now, so `ksmon findings` finds the topic before the first finding; a cluster
             # away at start is no reason to stop: each batch tries again before publishing.
@@ -256,7 +260,7 @@ class AggregationJob:
         if not self.wait_for_input(until):
             return False
         self.start_query()
-        self.state.started()
+        self.latest.started()
         log.info(
             "ksmon aggregate: reading %s, checkpoints in %s, metrics on %s",
             self._describe_input(),
@@ -270,7 +274,7 @@ class AggregationJob:
         ``stop`` (False); what it waits for is said once, and /metrics says it waits."""
         job_input, probe = self._input_probe()
         return wait_for_input(
-            probe, InputWatch(job_input), until or self._stopping, waiting=self.state.waiting
+            probe, InputWatch(job_input), until or self._stopping, waiting=self.latest.waiting
         )
 
     def start_query(self) -> None:
@@ -345,7 +349,7 @@ class AggregationJob:
                         "micro-batch %d stopped half-way; it runs again at the next start", batch_id
                     )
                     raise
-                self.state.batch_failed()
+                self.latest.batch_failed()
                 self._batch_failure = f"micro-batch {batch_id}: {described(e)}"
                 if isinstance(e, FindingsTopicError):
                     # Expected (the findings cluster away): one line; the batch runs again.
@@ -367,7 +371,7 @@ class AggregationJob:
             self._publish(done)
             self.board = Board.restored(done.board)
             self._board_batch = batch_id
-            self.state.restored(self.board.open_findings(), self.board.newest)
+            self.latest.restored(self.board.open_findings(), self.board.newest)
             return
         if self._board_batch != batch_id - 1:
             previous = self.ledger.latest_before(batch_id)
@@ -392,7 +396,7 @@ class AggregationJob:
         self._board_batch = batch_id
         self._publish(record)
         finished = self.clock()
-        self.state.batch_done(
+        self.latest.batch_done(
             at=finished,
             seconds=finished - started,
             open_findings=self.board.open_findings(),

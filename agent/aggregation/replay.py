@@ -22,10 +22,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent.aggregation.board import Board
-from agent.aggregation.bucket import BucketOutput, judge_records
-from agent.aggregation.quarantine import write_rejected
-from agent.aggregation.results import GaugeRow
+from agent.aggregation.judging.board import Board
+from agent.aggregation.judging.bucket import BucketOutput, judge_records
+from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.outputs.quarantine import write_rejected
 from agent.config.schema import DetectorsConfig
 from agent.errors import ConfigError
 from agent.model.findings import Finding, FindingEvent

@@ -16,7 +16,7 @@ import pyspark
 import pytest
 import yaml
 
-from agent.aggregation.session import STATEFUL_CONF
+from agent.aggregation.spark.session import STATEFUL_CONF
 from deploy.image.build_helpers import UnknownExtraError, requirements
 from tests.deploy.manifests import (
     DEPLOY,
@@ -211,7 +211,7 @@ def kafka_source_jars(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """The Kafka source's jars as the job image gets them: the command its build runs."""
     jars = tmp_path_factory.mktemp("kafka-source-jars")
     run = subprocess.run(
-        [sys.executable, "-m", "agent.aggregation.kafka_package", "--into", str(jars)],
+        [sys.executable, "-m", "agent.aggregation.spark.kafka_package", "--into", str(jars)],
         capture_output=True,
         text=True,
         check=False,
@@ -294,7 +294,7 @@ def test_under_spark_submit_the_jobs_session_keeps_the_master_and_sets_its_state
     sparkConf) of the same key. So the manifests need not repeat them."""
     main = tmp_path / "main.py"
     main.write_text(
-        "from agent.aggregation.session import spark_session\n"
+        "from agent.aggregation.spark.session import spark_session\n"
         "spark = spark_session('ksmon-test', master='local[2]', shuffle_partitions=3)\n"
         "print('master', spark.sparkContext.master)\n"
         f"for key in {sorted(_STATE_STORE_KEYS)!r}:\n"

@@ -526,6 +526,6 @@ def running_scenario(
         # evaluates every poll since, faults included. (Started earlier it would need two
         # or three micro-batches, each minutes long on a busy 2-core machine.)
         job.start_query()
-        job.state.started()
+        job.latest.started()
         _wait_for_the_outcome(scenario)
         yield scenario

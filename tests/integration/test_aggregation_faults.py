@@ -26,8 +26,8 @@ import yaml
 from pyspark.sql import SparkSession
 
 from agent.aggregation.commands import keep_running
-from agent.aggregation.findings_topic import read_events
 from agent.aggregation.job import AggregationJob
+from agent.aggregation.outputs.findings_topic import read_events
 from agent.aggregation.replay import replay
 from agent.config import kafka_client_settings
 from agent.embedded.kafka import EmbeddedKafka
@@ -187,7 +187,7 @@ def test_a_newer_snapshot_in_the_topic_is_quarantined_and_the_stream_goes_on(
         job.process_available()
         assert job.server is not None
         metrics_text = scrape(job.server.port)
-        view = job.state.view()
+        view = job.latest.view()
     finally:
         job.stop()
 
@@ -256,7 +256,7 @@ def _caught_up(job: AggregationJob, through: float) -> bool:
     """The job evaluated every snapshot up to ``through`` and published every batch."""
     ledger = job.ledger
     ids = sorted(int(p.stem.removeprefix("batch-")) for p in ledger.directory.glob("batch-*"))
-    newest = dict(job.state.view().newest_snapshot).get(CLUSTER, 0.0)
+    newest = dict(job.latest.view().newest_snapshot).get(CLUSTER, 0.0)
     return newest >= through and bool(ids) and ledger.published_through() >= ids[-1]
 
 
@@ -266,7 +266,7 @@ def _outage(job: AggregationJob, kafka: EmbeddedKafka) -> float:
     # The job fails the batch whose events it cannot send, and keeps failing to reach
     # the broker: the outage is felt, and the job stays up.
     wait_until(
-        lambda: job.state.view().batch_errors >= 1,
+        lambda: job.latest.view().batch_errors >= 1,
         timeout=120,
         what="the job to fail the batch it could not publish",
     )
@@ -323,7 +323,7 @@ def test_a_broker_outage_mid_batch_loses_and_repeats_no_finding(
                     what="the job to process the chunk after the outage",
                     interval=1,
                 )
-        errors = job.state.view().batch_errors
+        errors = job.latest.view().batch_errors
     finally:
         done.set()
         job.stop()

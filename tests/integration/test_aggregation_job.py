@@ -14,8 +14,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from agent.aggregation.commands import open_findings
-from agent.aggregation.findings_topic import read_events
 from agent.aggregation.job import AggregationJob
+from agent.aggregation.outputs.findings_topic import read_events
 from agent.aggregation.replay import replay
 from agent.config import Config, kafka_client_settings
 from agent.config.schema import DetectorsConfig
@@ -312,8 +312,8 @@ def test_a_job_whose_findings_cluster_is_away_at_start_starts_and_serves_metrics
 
 def test_the_jvm_buckets_a_group_where_python_looks_for_it(spark: SparkSession) -> None:
     # The operator's key is computed in the JVM; replay and tests compute it in Python.
-    from agent.aggregation.operator import keyed  # noqa: PLC0415
-    from agent.aggregation.state_codec import bucket_of  # noqa: PLC0415
+    from agent.aggregation.judging.stored_bucket import bucket_of  # noqa: PLC0415
+    from agent.aggregation.spark.operator import keyed  # noqa: PLC0415
 
     groups = [("prod", f"app-{i}") for i in range(50)] + [("prod", "ünïcode-gröup")]
     rows = [(snapshot(g, T0, cluster=c).to_json().decode(), "test") for c, g in groups]
@@ -331,7 +331,7 @@ def test_spark_puts_each_bucket_in_the_partition_its_key_was_chosen_for(
     # repartition by the same column and count is the same partitioning.
     from pyspark.sql import functions as F  # noqa: PLC0415
 
-    from agent.aggregation.partitioning import spread_keys  # noqa: PLC0415
+    from agent.aggregation.spark.partitioning import spread_keys  # noqa: PLC0415
 
     keys = spread_keys(buckets, partitions)
     frame = spark.createDataFrame([(k,) for k in keys], "bucket int")

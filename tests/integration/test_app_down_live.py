@@ -114,7 +114,7 @@ def down(
 
 
 def _judged_since(job: AggregationJob, moment: float) -> bool:
-    return dict(job.state.view().newest_snapshot).get("local", 0.0) >= moment
+    return dict(job.latest.view().newest_snapshot).get("local", 0.0) >= moment
 
 
 def _of_kind(events: list[FindingEvent]) -> list[FindingEvent]:
@@ -141,7 +141,7 @@ def test_an_app_down_longer_than_the_look_back_stays_critical_until_a_member_ret
     )
     events = _of_kind(live.events(group))
     assert [e.event for e in events if e.event == "close"] == [], describe(events)
-    (still_open,) = [f for f in live.job.state.view().open_findings if f.kind == KIND]
+    (still_open,) = [f for f in live.job.latest.view().open_findings if f.kind == KIND]
     assert still_open.severity == "critical"
     # Its evidence follows the newest poll: seen at the end of the wait, not at opening.
     assert still_open.last_seen >= down.stopped_at + 2 * look_back, still_open

@@ -27,8 +27,8 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from agent.aggregation.judging.results import GROUP_STATUS
 from agent.aggregation.replay import ReplayResult, replay
-from agent.aggregation.results import GROUP_STATUS
 from agent.collect.kafka_edge import KafkaEdge
 from agent.config.schema import DetectorsConfig
 from agent.embedded.kafka import EmbeddedKafka

@@ -39,8 +39,8 @@ import pytest
 import yaml
 from pyspark.sql import SparkSession
 
-from agent.aggregation.findings_topic import read_events
 from agent.aggregation.job import AggregationJob
+from agent.aggregation.outputs.findings_topic import read_events
 from agent.config import Config, kafka_client_settings, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import KeyedLoad, KeySkew, key_for_partition, partition_of, produce
@@ -503,7 +503,7 @@ def test_a_restart_on_an_empty_state_directory_is_found_from_the_broker_alone(
     judged_until = facts.fault_at + WIPED_JUDGED_FOR
 
     def judged() -> bool:
-        newest = dict(wiped.job.state.view().newest_snapshot).get("local", 0.0)
+        newest = dict(wiped.job.latest.view().newest_snapshot).get("local", 0.0)
         return newest >= judged_until
 
     wait_until(judged, timeout=FINDING_TIMEOUT, what="the job past the held restore", interval=3)
@@ -516,7 +516,7 @@ def _job_reached(state: Live, until: float, what: str) -> None:
     """Wait until the job has judged the polls up to ``until`` (event time)."""
 
     def judged() -> bool:
-        return dict(state.job.state.view().newest_snapshot).get("local", 0.0) >= until
+        return dict(state.job.latest.view().newest_snapshot).get("local", 0.0) >= until
 
     wait_until(judged, timeout=FINDING_TIMEOUT, what=f"the job past {what}", interval=3)
 
@@ -616,7 +616,7 @@ def test_healthy_runs_find_nothing(live: Live, name: str) -> None:
     judged_until = live.healthy_done[group] + LOOK_BACK_AFTER
 
     def judged() -> bool:
-        newest = dict(live.job.state.view().newest_snapshot).get("local", 0.0)
+        newest = dict(live.job.latest.view().newest_snapshot).get("local", 0.0)
         return newest >= judged_until
 
     wait_until(judged, timeout=FINDING_TIMEOUT, what=f"the job past the {name} run", interval=3)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.findings_topic import read_events
+from agent.aggregation.outputs.findings_topic import read_events
 from agent.aggregation.replay import replay
 from agent.config import Config, kafka_client_settings
 from agent.embedded.kafka import EmbeddedKafka

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.kafka_package import KAFKA_SOURCE, ivy_dir, pyspark_version
+from agent.aggregation.spark.kafka_package import KAFKA_SOURCE, ivy_dir, pyspark_version
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.load import produce
 from agent.embedded.process import wait_until

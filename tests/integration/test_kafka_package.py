@@ -1,4 +1,4 @@
-"""``python -m agent.aggregation.kafka_package --into DIR`` (what an image build runs) and
+"""``python -m agent.aggregation.spark.kafka_package --into DIR`` (what an image build runs) and
 ``aggregation.spark.jars_dir``, both without any network once Spark's Ivy cache is filled.
 
 Each step runs in a network namespace of its own with only a loopback interface
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.kafka_package import (
+from agent.aggregation.spark.kafka_package import (
     KAFKA_SOURCE,
     artifact_of,
     ivy_dir,
@@ -35,7 +35,7 @@ USES_JARS_DIR = textwrap.dedent(
     import sys
     from pathlib import Path
     from pyspark.sql import SparkSession
-    from agent.aggregation.kafka_package import kafka_source_conf
+    from agent.aggregation.spark.kafka_package import kafka_source_conf
     from agent.config.schema import SparkConfig
 
     conf = kafka_source_conf(SparkConfig(jars_dir=Path(sys.argv[1])))
@@ -86,7 +86,7 @@ def filled_ivy_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not resolved.is_file():
         into = tmp_path_factory.mktemp("fetched")
         fetch = subprocess.run(
-            [sys.executable, "-m", "agent.aggregation.kafka_package", "--into", str(into)],
+            [sys.executable, "-m", "agent.aggregation.spark.kafka_package", "--into", str(into)],
             capture_output=True,
             text=True,
             timeout=600,
@@ -102,7 +102,9 @@ def test_the_command_copies_the_kafka_source_offline_and_a_jars_dir_needs_no_fet
     filled_ivy_cache: Path, tmp_path: Path
 ) -> None:
     into = tmp_path / "jars"
-    copied = offline(sys.executable, "-m", "agent.aggregation.kafka_package", "--into", str(into))
+    copied = offline(
+        sys.executable, "-m", "agent.aggregation.spark.kafka_package", "--into", str(into)
+    )
 
     assert copied.returncode == 0, copied.stderr[-3000:]
     names = copied.stdout.split()
@@ -161,7 +163,7 @@ def test_with_msk_iam_the_command_copies_amazons_login_classes_too(tmp_path: Pat
         [
             sys.executable,
             "-m",
-            "agent.aggregation.kafka_package",
+            "agent.aggregation.spark.kafka_package",
             "--into",
             str(into),
             "--with-msk-iam",

@@ -248,7 +248,7 @@ def test_a_poll_timeout_loop_of_two_instances_is_a_loop_and_no_thread_death(
     judged_until = loops.faults[POLL_TIMEOUT] + JUDGED_PAST_FAULT
 
     def judged() -> bool:
-        newest = dict(live.job.state.view().newest_snapshot).get("local", 0.0)
+        newest = dict(live.job.latest.view().newest_snapshot).get("local", 0.0)
         return newest >= judged_until
 
     wait_until(

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kafka.admin import KafkaAdminClient
 
-from agent.aggregation.input_wait import InputStatus, topic_probe
+from agent.aggregation.spark.input_wait import InputStatus, topic_probe
 from agent.config import kafka_client_settings
 from agent.embedded.kafka import EmbeddedKafka, KafkaDistribution
 from agent.embedded.load import produce

@@ -14,7 +14,7 @@ import yaml
 from pyspark.sql import SparkSession
 
 from agent.aggregation.job import AggregationJob
-from agent.aggregation.state import JobView
+from agent.aggregation.outputs.latest import JobView
 from agent.config import Config, parse_config
 from agent.embedded.kafka import EmbeddedKafka
 from agent.embedded.ports import free_port
@@ -119,7 +119,7 @@ def run_job_until_caught_up(config: Config, spark: SparkSession) -> JobView:
     job.start()
     try:
         job.process_available()
-        return job.state.view()
+        return job.latest.view()
     finally:
         job.stop()
 

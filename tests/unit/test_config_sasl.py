@@ -6,7 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.source import OAUTH_ALLOWED_URLS, jvm_system_properties, kafka_source_options
+from agent.aggregation.spark.source import (
+    OAUTH_ALLOWED_URLS,
+    jvm_system_properties,
+    kafka_source_options,
+)
 from agent.config import Config, kafka_client_settings, parse_config
 from agent.config.sasl_files import check_sasl_files
 from agent.errors import ConfigError

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.kafka_package import (
+from agent.aggregation.spark.kafka_package import (
     artifact_of,
     jar_file_name,
     kafka_source_conf,
@@ -85,7 +85,7 @@ def test_a_source_cluster_on_msk_iam_brings_amazons_login_library(tmp_path: Path
     assert str(raised.value) == (
         f"aggregation.spark.jars_dir {jars}: has no aws-msk-iam-auth jar, which the source "
         "cluster's AWS_MSK_IAM login needs; fill it with `python -m "
-        f"agent.aggregation.kafka_package --into {jars} --with-msk-iam`"
+        f"agent.aggregation.spark.kafka_package --into {jars} --with-msk-iam`"
     )
     (jars / "aws-msk-iam-auth-2.4.0.jar").write_text("")
     assert (

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 RULES_DOCS = DOCS / "rules"
 INDEX = RULES_DOCS / "README.md"
-RULES_CODE = ROOT / "agent" / "aggregation" / "rules"
+RULES_CODE = ROOT / "agent" / "aggregation" / "judging" / "rules"
 RUNBOOK_BASE = "https://github.com/ksmon/ksmon/blob/main/docs/runbooks/"
 OPTIONS = frozenset(f.name for f in fields(DetectorsConfig))
 # String keys in a rule module's dict literals that are not evidence field names.
@@ -121,7 +121,7 @@ def test_the_index_and_the_job_page_link_every_rule(kind: str) -> None:
 def test_a_page_starts_with_its_rule_and_names_its_module(kind: str) -> None:
     text = _page(kind).read_text(encoding="utf-8")
     assert text.startswith(f"# `{kind}`\n")
-    assert f"`agent/aggregation/rules/{kind}.py`" in text
+    assert f"`agent/aggregation/judging/rules/{kind}.py`" in text
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,10 +1,10 @@
 """A job's view for the JSON API's unit tests: two clusters, groups in every kind of
 status, findings of groups and of a cluster."""
 
-from agent.aggregation import results as r
-from agent.aggregation.results import GaugeRow
-from agent.aggregation.rules.consumer_status import STATUSES
-from agent.aggregation.state import JobState
+from agent.aggregation.judging import results as r
+from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.judging.rules.consumer_status import STATUSES
+from agent.aggregation.outputs.latest import LatestView
 from agent.model.findings import Finding, FindingEvent, FindingSubject
 
 T = 1_700_000_000.0
@@ -92,8 +92,8 @@ GAUGES = (
 )
 
 
-def api_state() -> JobState:
-    state = JobState()
+def api_state() -> LatestView:
+    state = LatestView()
     state.started()
     state.batch_done(
         at=T + 65,

@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agent.aggregation.board import gauge_row
-from agent.aggregation.facts import Poll, decode
-from agent.aggregation.group import GroupState, step
-from agent.aggregation.hysteresis import Candidate, Coverage
-from agent.aggregation.results import GaugeRow
-from agent.aggregation.rules import CLUSTER_RULES
+from agent.aggregation.judging.board import gauge_row
+from agent.aggregation.judging.facts import Poll, decode
+from agent.aggregation.judging.group import GroupState, step
+from agent.aggregation.judging.hysteresis import Candidate, Coverage
+from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.judging.rules import CLUSTER_RULES
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import Case
 from tests.unit.aggregation.cases import assignment_size_risk as assignment_size

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 from urllib.parse import parse_qs
 
-from agent.aggregation.api import JobApi
+from agent.aggregation.outputs.api import JobApi
 from tests.unit.aggregation.api_state import api_state
 
 GOLDEN = Path(__file__).parent / "golden" / "api_v1.json"

@@ -7,11 +7,11 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from agent.aggregation.api import JobApi
-from agent.aggregation.api_view import answer, index_of
-from agent.aggregation.exposition import JobExposition
-from agent.aggregation.results import PARTITION_STATUS, GaugeRow
-from agent.aggregation.state import JobView
+from agent.aggregation.judging.results import PARTITION_STATUS, GaugeRow
+from agent.aggregation.outputs.api import JobApi
+from agent.aggregation.outputs.api_view import answer, index_of
+from agent.aggregation.outputs.job_metrics import JobExposition
+from agent.aggregation.outputs.latest import JobView
 from agent.model.findings import FindingSubject
 from tests.unit.aggregation.api_state import (
     GAUGES,

@@ -1,10 +1,10 @@
 """The driver's board: reports of many buckets folded into one view, and a restart."""
 
-from agent.aggregation.board import Board
-from agent.aggregation.bucket import judge_records
-from agent.aggregation.group import GroupState
-from agent.aggregation.results import GaugeRow
-from agent.aggregation.state_codec import GroupKey
+from agent.aggregation.judging.board import Board
+from agent.aggregation.judging.bucket import judge_records
+from agent.aggregation.judging.group import GroupState
+from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.judging.stored_bucket import GroupKey
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import hot_partitions
 from tests.unit.aggregation.cases import internal_topic_budget as budget

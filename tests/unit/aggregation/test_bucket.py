@@ -4,9 +4,9 @@ import copy
 import pickle
 from dataclasses import replace
 
-from agent.aggregation.bucket import REJECTED_SAMPLE, expire, judge_records
-from agent.aggregation.group import GroupState
-from agent.aggregation.state_codec import GroupKey
+from agent.aggregation.judging.bucket import REJECTED_SAMPLE, expire, judge_records
+from agent.aggregation.judging.group import GroupState
+from agent.aggregation.judging.stored_bucket import GroupKey
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import hot_partitions, no_live_consumers
 

@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 
-from agent.aggregation.hysteresis import HysteresisState, advance
-from agent.aggregation.results import GROUP_STATUS, GROUP_STATUS_PARTITIONS
+from agent.aggregation.judging.hysteresis import HysteresisState, advance
+from agent.aggregation.judging.results import GROUP_STATUS, GROUP_STATUS_PARTITIONS
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import T0, Case
 from tests.unit.aggregation.cases.consumer_status import (

@@ -9,11 +9,11 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.aggregation import tuples
-from agent.aggregation.facts import Member, Partition, Poll, StoredPartitions
-from agent.aggregation.rules.base import Evaluation
-from agent.aggregation.rules.consumer_status import _statuses, _Track
-from agent.aggregation.window import SeriesWindow
+from agent.aggregation.judging import tuples
+from agent.aggregation.judging.facts import Member, Partition, Poll, StoredPartitions
+from agent.aggregation.judging.rules.base import Evaluation
+from agent.aggregation.judging.rules.consumer_status import _statuses, _Track
+from agent.aggregation.judging.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
 
 T0 = 1_700_000_000.0

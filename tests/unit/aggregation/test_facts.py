@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from agent.aggregation.facts import (
+from agent.aggregation.judging.facts import (
     FUTURE_VERSION,
     MALFORMED,
     BadSnapshotError,

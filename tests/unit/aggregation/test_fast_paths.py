@@ -20,8 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.aggregation import facts
-from agent.aggregation.facts import (
+from agent.aggregation.judging import facts
+from agent.aggregation.judging.facts import (
     BadSnapshotError,
     Member,
     Partition,
@@ -32,14 +32,14 @@ from agent.aggregation.facts import (
     TopicPartition,
     decode,
 )
-from agent.aggregation.rules import (
+from agent.aggregation.judging.rules import (
     copartition_mismatch,
     rebalance_loop,
     restore_stalled,
     threads_fewer_than_tasks,
 )
-from agent.aggregation.rules import rates as rates_module
-from agent.aggregation.rules.rates import (
+from agent.aggregation.judging.rules import rates as rates_module
+from agent.aggregation.judging.rules.rates import (
     InstanceLoad,
     MemberLoad,
     Rates,
@@ -47,7 +47,7 @@ from agent.aggregation.rules.rates import (
     compute_rates,
     partition_rates,
 )
-from agent.aggregation.window import SeriesWindow, _ms
+from agent.aggregation.judging.window import SeriesWindow, _ms
 from tests.support.snapshots import partition, snapshot, streams_member
 
 T0 = 1_700_000_000.0

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from agent.aggregation.hysteresis import (
+from agent.aggregation.judging.hysteresis import (
     Candidate,
     Clearance,
     Coverage,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.input_wait import (
+from agent.aggregation.spark.input_wait import (
     InputStatus,
     InputWatch,
     Probe,
@@ -104,7 +104,7 @@ def test_the_wait_ends_when_the_input_appears_and_says_so_in_the_log_and_the_met
 ) -> None:
     probes = _probes(AWAY, MISSING, MISSING, READY)
     waiting: list[bool] = []
-    with caplog.at_level(logging.INFO, logger="agent.aggregation.input_wait"):
+    with caplog.at_level(logging.INFO, logger="agent.aggregation.spark.input_wait"):
         ready = wait_for_input(
             lambda: next(probes),
             InputWatch(TOPIC),

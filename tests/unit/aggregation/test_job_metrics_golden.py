@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from agent.aggregation import results as r
-from agent.aggregation.exposition import JobCollector, JobExposition
-from agent.aggregation.results import GaugeRow
-from agent.aggregation.rules.consumer_status import STATUSES
-from agent.aggregation.state import JobState
+from agent.aggregation.judging import results as r
+from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.judging.rules.consumer_status import STATUSES
+from agent.aggregation.outputs.job_metrics import JobCollector, JobExposition
+from agent.aggregation.outputs.latest import LatestView
 from agent.model.findings import Finding, FindingEvent, FindingSubject
 
 GOLDEN = Path(__file__).parent / "golden" / "job_metrics.txt"
@@ -66,8 +66,8 @@ def finding(kind: str, severity: str, subject: FindingSubject) -> Finding:
     )
 
 
-def _state() -> JobState:
-    state = JobState()
+def _state() -> LatestView:
+    state = LatestView()
     hot = finding("hot_partitions_colocated", "warning", FindingSubject(process="p1", thread=2))
     restore = finding("restore_stalled", "warning", FindingSubject(process="p2", task="1_3"))
     skew = finding("partition_skew", "info", FindingSubject(topic="orders", partition=3))

@@ -1,6 +1,6 @@
 import pytest
 
-from agent.aggregation.hysteresis import HysteresisState, advance
+from agent.aggregation.judging.hysteresis import HysteresisState, advance
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import T0, Case, Closing, open_close_events
 from tests.unit.aggregation.cases.no_live_consumers import CASES, CLOSING, KIND

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.aggregation.checkpoint import LAYOUT, Checkpoint
-from agent.aggregation.partitioning import partition_of, spark_hash_int, spread_keys
+from agent.aggregation.spark.checkpoint import LAYOUT, Checkpoint
+from agent.aggregation.spark.partitioning import partition_of, spark_hash_int, spread_keys
 from agent.errors import ConfigError
 
 
@@ -80,7 +80,7 @@ def test_a_checkpoint_keyed_by_bucket_number_carries_on_so_and_says_how_to_sprea
     made = {"layout": 2, "buckets": 32, "partitions": 4}
     (directory / "layout.json").write_text(json.dumps(made))
     checkpoint = Checkpoint(directory, buckets=32, partitions=4)
-    with caplog.at_level(logging.INFO, logger="agent.aggregation.checkpoint"):
+    with caplog.at_level(logging.INFO, logger="agent.aggregation.spark.checkpoint"):
         checkpoint.prepare()
     assert checkpoint.keys == tuple(range(32))
     assert _layout(directory)["layout"] == 2  # left as it was made

@@ -1,4 +1,4 @@
-from agent.aggregation.render import events_text, findings_text
+from agent.aggregation.outputs.render import events_text, findings_text
 from agent.model.findings import Finding, FindingEvent, FindingSubject
 
 

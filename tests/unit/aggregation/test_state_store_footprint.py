@@ -1,6 +1,6 @@
 import pytest
 
-from agent.aggregation.results import STORE_MEMORY_ESTIMATE
+from agent.aggregation.judging.results import STORE_MEMORY_ESTIMATE
 from agent.config.schema import DetectorsConfig
 from tests.unit.aggregation.cases import T0, Case
 from tests.unit.aggregation.cases.state_store_footprint import (

@@ -1,9 +1,9 @@
 import pytest
 
-from agent.aggregation.facts import decode
-from agent.aggregation.rules import stream_threads_dead
-from agent.aggregation.rules.base import Evaluation
-from agent.aggregation.window import SeriesWindow
+from agent.aggregation.judging.facts import decode
+from agent.aggregation.judging.rules import stream_threads_dead
+from agent.aggregation.judging.rules.base import Evaluation
+from agent.aggregation.judging.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
 from agent.model import MemberInfo
 from agent.model.findings import Finding, FindingSubject

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from agent.aggregation.findings_topic import FindingsTopicError
+from agent.aggregation.outputs.findings_topic import FindingsTopicError
 from agent.explain.findings import EVIDENCE_CHARS, findings_for_group
 from agent.model.findings import Finding, FindingSubject
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from agent.aggregation.api import JobApi
+from agent.aggregation.outputs.api import JobApi
 from agent.exposition.http import MetricsServer
 from tests.unit.aggregation.api_state import api_state
 

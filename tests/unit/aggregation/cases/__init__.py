@@ -8,9 +8,9 @@ detectors run through the job's real evaluation path in one Spark job
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agent.aggregation.facts import decode
-from agent.aggregation.group import GroupState, step
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.facts import decode
+from agent.aggregation.judging.group import GroupState, step
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.config.schema import DetectorsConfig
 from agent.model import Snapshot
 

@@ -4,7 +4,7 @@ offsets topic's max.message.bytes (KAFKA-7149), before the rebalance loop starts
 import dataclasses
 from collections.abc import Callable
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import MemberInfo, Snapshot
 from tests.support.snapshots import partition, plain_member, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Check, Expect, all_of, evidence, explains, times

@@ -6,7 +6,7 @@ one."""
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import MemberInfo, PartitionInfo, Snapshot
 from tests.support.snapshots import changelog, partition, plain_member, snapshot, streams_member
 from tests.unit.aggregation.cases import (

@@ -3,7 +3,7 @@
 import dataclasses
 from collections.abc import Callable, Sequence
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import MemberInfo, Snapshot
 from tests.support.snapshots import partition, plain_member, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Expect, all_of, evidence, explains, times

@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import Snapshot, TopicInfo
 from tests.support.snapshots import partition, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Expect, all_of, evidence, explains, times

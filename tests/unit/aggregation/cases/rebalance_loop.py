@@ -3,7 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import MemberInfo, RebalanceEvent, Snapshot
 from tests.support.snapshots import partition, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Expect, times

@@ -3,7 +3,7 @@
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import (
     MemberInfo,
     SidecarInfo,

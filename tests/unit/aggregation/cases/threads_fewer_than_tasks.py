@@ -3,7 +3,7 @@
 import dataclasses
 from collections.abc import Callable
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import MemberInfo, Snapshot, TopicInfo
 from tests.support.snapshots import partition, snapshot, streams_member
 from tests.unit.aggregation.cases import T0, Case, Expect, all_of, evidence, explains, times

@@ -1,4 +1,5 @@
-"""Findings naming the sub-topologies of the tasks they mention (agent.aggregation.topology_names).
+"""Findings naming the sub-topologies of the tasks they mention
+(agent.aggregation.judging.rules.topology_names).
 
 Cases of other detectors, re-run with the group's topology in its snapshots: the
 finding must be the same one, now naming what its tasks' sub-topologies read and
@@ -9,7 +10,7 @@ other detector case checks that by its own evidence).
 import dataclasses
 from collections.abc import Sequence
 
-from agent.aggregation.hysteresis import Candidate
+from agent.aggregation.judging.hysteresis import Candidate
 from agent.model import Snapshot, SubtopologyInfo
 from tests.unit.aggregation.cases import hot_partitions as hot
 from tests.unit.aggregation.cases import restore_stalled as restore
