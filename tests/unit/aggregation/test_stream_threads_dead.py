@@ -58,7 +58,9 @@ def _judged_alone(listed_between: bool) -> list[tuple[str, str | None]]:
             "alone", t, members=members, partitions=[partition("in", 0, 9)], state=state
         )
         polls.append(decode(snap.to_json())[1])
-    ev = Evaluation(SeriesWindow(polls), DetectorsConfig(), "alone")
+    ev = Evaluation(
+        SeriesWindow(polls), DetectorsConfig(), "alone", judging=stream_threads_dead.KIND
+    )
     judgement = stream_threads_dead.judge(ev)
     return [(f.severity, f.subject.process) for f in judgement.found]
 
@@ -104,7 +106,13 @@ def _judged_while_looping(pb_threads: tuple[int, ...]) -> tuple[bool, list[str |
         finding("rebalance_loop", "warning", None),
         finding(stream_threads_dead.KIND, "info", "pB"),
     )
-    ev = Evaluation(SeriesWindow(polls), DetectorsConfig(), "looping", open_findings=open_findings)
+    ev = Evaluation(
+        SeriesWindow(polls),
+        DetectorsConfig(),
+        "looping",
+        open_findings=open_findings,
+        judging=stream_threads_dead.KIND,
+    )
     judgement = stream_threads_dead.judge(ev)
     return judgement.judged, [s.process for s in judgement.cleared]
 

@@ -2,7 +2,8 @@
 
 Each rule is a module with ``KIND`` and ``judge(ev: Evaluation) -> Judgement``
 (see ``base``); ``GROUP_RULES`` judge one group's series, in this order (a rule
-may read the judgements of the rules before it), and ``CLUSTER_RULES`` judge
+reads the judgements of those before it it leaves something to: ``precedence``), and
+``CLUSTER_RULES`` judge
 the facts every group of a cluster shares (each broker's replicas), once per
 agent and poll. Nothing here imports pyspark: the rules are plain Python,
 tested without a JVM; the job carries them inside Spark's stateful operator.
@@ -34,24 +35,23 @@ from agent.aggregation.judging.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
 from agent.model.findings import Finding
 
+# Each after the rules it leaves something to (``precedence.LEAVES_TO``).
 GROUP_RULES: tuple[Rule, ...] = (
-    hot_partitions_colocated.judge,
-    partition_skew.judge,
-    restore_stalled.judge,
-    rebalance_loop.judge,
-    stream_threads_dead.judge,
-    no_live_consumers.judge,
-    idle_members.judge,
-    assignment_size_risk.judge,
-    internal_topic_budget.judge,
-    copartition_mismatch.judge,
-    threads_fewer_than_tasks.judge,
-    state_store_footprint.judge,
-    # Last: it leaves to restore_stalled, no_live_consumers and rebalance_loop what they
-    # already say of this poll.
-    consumer_status.judge,
+    hot_partitions_colocated,
+    partition_skew,
+    restore_stalled,
+    rebalance_loop,
+    stream_threads_dead,
+    no_live_consumers,
+    idle_members,
+    assignment_size_risk,
+    internal_topic_budget,
+    copartition_mismatch,
+    threads_fewer_than_tasks,
+    state_store_footprint,
+    consumer_status,
 )
-CLUSTER_RULES: tuple[Rule, ...] = (broker_partition_budget.judge,)
+CLUSTER_RULES: tuple[Rule, ...] = (broker_partition_budget,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +83,8 @@ def judge_poll(
     ev = Evaluation(window, params, group, open_findings=open_findings)
     subtopologies = window.now.subtopologies
     for rule in rules:
-        judgement = rule(ev)
+        ev.judging = rule.KIND
+        judgement = rule.judge(ev)
         if subtopologies and judgement.found:
             judgement = replace(
                 judgement,

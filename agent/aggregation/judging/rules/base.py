@@ -16,18 +16,21 @@ share (rates and loads, computed once per evaluation), and says:
 * ``cleared``: subjects whose open finding of its kind it sees positively over
   (not merely not holding now): hysteresis closes those at once.
 
+A rule reads another rule's word (its judgement of this poll, or a finding of its
+kind open) only where ``precedence.LEAVES_TO`` says it leaves something to it.
+
 Rules never read a clock, never import pyspark, and sort whatever they list,
 so the same polls always give the same findings (the job relies on it to
 re-run a micro-batch after a crash).
 """
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from functools import cached_property
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from agent.aggregation.judging.facts import Poll
+from agent.aggregation.judging.rules.precedence import check_leaves_to
 from agent.aggregation.judging.rules.rates import Rates, compute_rates
 from agent.aggregation.judging.window import SeriesWindow
 from agent.config.schema import DetectorsConfig
@@ -84,16 +87,24 @@ class Evaluation:
     window: SeriesWindow
     params: DetectorsConfig
     group: str  # the group id (explanations name it)
-    # Earlier rules' judgements of this same poll, by kind (a rule that must not blame
-    # what another already explains reads them).
+    # Earlier rules' judgements of this same poll, by kind: read through ``said``.
     judged: dict[str, Judgement] = field(default_factory=dict)
     # The group's findings open before this poll (every series'): what another rule
     # already told the person on call.
     open_findings: tuple[Finding, ...] = ()
+    judging: str = ""  # the kind of the rule judging now
+
+    def said(self, kind: str) -> Judgement | None:
+        """What the rule of ``kind``, one the rule judging leaves something to, said of
+        this poll (None: it has not judged it)."""
+        check_leaves_to(self.judging, kind)
+        return self.judged.get(kind)
 
     def is_open(self, kind: str, **subject: object) -> bool:
-        """Whether a finding of ``kind`` is open on the group, or holds at this poll
-        (a rule before this one found it), for a subject with these fields."""
+        """Whether a finding of ``kind`` (the rule judging's own, or one it leaves
+        something to) is open on the group, or holds at this poll (a rule before this
+        one found it), for a subject with these fields."""
+        check_leaves_to(self.judging, kind)
         found = [f.subject for f in self.open_findings if f.kind == kind]
         judgement = self.judged.get(kind)
         if judgement is not None:
@@ -113,7 +124,12 @@ class Evaluation:
         return compute_rates(self.window, self.params.evaluation_window)
 
 
-Rule = Callable[[Evaluation], Judgement]
+class Rule(Protocol):
+    """A rule: a module with its finding's ``KIND`` and ``judge``."""
+
+    KIND: str
+
+    def judge(self, ev: Evaluation, /) -> Judgement: ...
 
 
 def rounded(value: float | None, digits: int = 3) -> float | None:

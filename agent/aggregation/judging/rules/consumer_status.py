@@ -116,9 +116,6 @@ from agent.aggregation.judging.rules.columns import (
     PartitionColumns,
     partition_columns,
 )
-from agent.aggregation.judging.rules.no_live_consumers import KIND as NO_LIVE_CONSUMERS
-from agent.aggregation.judging.rules.rebalance_loop import KIND as REBALANCE_LOOP
-from agent.aggregation.judging.rules.restore_stalled import KIND as RESTORE_STALLED
 from agent.aggregation.judging.rules.restore_stalled import (
     far_behind_members,
     unowned_stateful_subtopologies,
@@ -735,13 +732,13 @@ def _members_throughout(polls: Sequence[Poll], cut: float) -> bool:
 def _not_explained_elsewhere(ev: Evaluation, status: str, found: list[_Status]) -> list[_Status]:
     """The partitions of ``status`` no other rule's finding speaks for at this poll."""
     if status == STALLED:
-        loop = ev.judged.get(REBALANCE_LOOP)
+        loop = ev.said("rebalance_loop")
         if loop is not None and loop.found:
             return []
         restoring = _restoring_members(ev)
         return [st for st in found if st.owner not in restoring]
     if status == STOPPED:
-        left = ev.judged.get(NO_LIVE_CONSUMERS)
+        left = ev.said("no_live_consumers")
         if (left is not None and left.found) or not _gone_for_good(ev):
             return []
     return found
@@ -751,7 +748,7 @@ def _restoring_members(ev: Evaluation) -> frozenset[str]:
     """The members restore_stalled speaks for: holding a task with its restore gauge (a
     restore under way, from the broker or a sidecar) or its finding (a restore stuck) at
     this poll, or one it will judge once commits stop (restoring as the broker sees it)."""
-    judgement = ev.judged.get(RESTORE_STALLED)
+    judgement = ev.said("restore_stalled")
     tasks: set[str | None] = set()
     if judgement is not None:
         tasks = {g.task for g in judgement.gauges if g.metric == RESTORE_REMAINING}
@@ -765,7 +762,7 @@ def _gone_for_good(ev: Evaluation) -> bool:
     and not no_live_consumers' finding: it opens on a group that had members lately (or a
     rising generation) and stays open for as long as its lag grows."""
     p = ev.params
-    if ev.is_open(NO_LIVE_CONSUMERS):
+    if ev.is_open("no_live_consumers"):
         return False
     generations = set()
     for poll in ev.window.looking_back(p.thread_history + p.evaluation_window):

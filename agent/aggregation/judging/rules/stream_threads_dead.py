@@ -66,7 +66,6 @@ from agent.model.records import JsonObject
 from agent.streams.client_id import parse_stream_thread_client_id
 
 KIND = "stream_threads_dead"
-REBALANCE_LOOP = "rebalance_loop"
 BAD_CLIENT_STATES = frozenset(("ERROR", "NOT_RUNNING", "PENDING_ERROR"))
 # A Kafka Streams client leaves ERROR only by being closed, and PENDING_ERROR leads only
 # to ERROR: no grace can bring its threads back. NOT_RUNNING may be an orderly close (a
@@ -90,7 +89,7 @@ def judge(ev: Evaluation) -> Judgement:
     # thread still out once the loop is over died. Not judged meanwhile, so a finding
     # open from before stays open (rebalance_loop judges this poll first), unless its
     # instance is back with its threads (``_back``).
-    loop = ev.is_open(REBALANCE_LOOP)
+    loop = ev.is_open("rebalance_loop")
     found: list[Found] = []
     gauges: list[Gauge] = []
     broker = _BrokerView.of(ev.window, ev.params.thread_history) if now.stable else None

@@ -26,9 +26,6 @@ from agent.aggregation.judging.rules.base import (
     rounded,
     thread_name,
 )
-from agent.aggregation.judging.rules.rebalance_loop import KIND as REBALANCE_LOOP
-from agent.aggregation.judging.rules.restore_stalled import KIND as RESTORE_STALLED
-from agent.aggregation.judging.rules.stream_threads_dead import KIND as STREAM_THREADS_DEAD
 from agent.model.findings import FindingSubject
 from agent.model.records import JsonObject
 
@@ -37,8 +34,8 @@ KIND = "threads_fewer_than_tasks"
 _QUARTERS = 4
 # Findings that explain the lag of their subject's partitions (an instance's, or one of
 # its tasks'), and those that explain the whole group's.
-_EXPLAIN_SUBJECT_LAG = (RESTORE_STALLED, STREAM_THREADS_DEAD)
-_EXPLAIN_GROUP_LAG = (REBALANCE_LOOP,)
+_EXPLAIN_SUBJECT_LAG: tuple[str, ...] = ("restore_stalled", "stream_threads_dead")
+_EXPLAIN_GROUP_LAG: tuple[str, ...] = ("rebalance_loop",)
 NO_PROGRESS = "no progress"  # why a partition is left out when no finding explains it
 
 Floors = tuple[int | None, ...]  # the least known lag of each quarter, oldest first
@@ -133,7 +130,7 @@ def _explaining_subjects(ev: Evaluation) -> list[tuple[str, FindingSubject]]:
     kinds = (*_EXPLAIN_SUBJECT_LAG, *_EXPLAIN_GROUP_LAG)
     subjects = {(f.kind, f.subject) for f in ev.open_findings if f.kind in kinds}
     for kind in kinds:
-        judgement = ev.judged.get(kind)
+        judgement = ev.said(kind)
         if judgement is not None:
             subjects.update((f.kind, f.subject) for f in judgement.found)
     return sorted(
