@@ -62,20 +62,20 @@ def sections_written(path: Path) -> frozenset[str]:
 # between two young collections (Python's default: 700).
 GC_YOUNG_THRESHOLD = 50_000
 # glibc's malloc arenas, at most (its default: 8 per core). Every poll runs in a new
-# thread, and each thread's large buffers (an 11 MB exposition, a poll's responses)
+# thread, and each thread's large buffers (the whole exposition, a poll's responses)
 # kept memory in an arena of its own.
 MALLOC_ARENAS = 2
 _M_ARENA_MAX = -8  # mallopt's parameter number (malloc.h)
 
 
 def tune_garbage_collection() -> None:
-    """Fewer collections for a process that allocates a million objects per poll.
+    """Fewer collections for a process that allocates a great many objects per poll.
 
-    At 1,000 groups x 20 partitions, Python's default thresholds ran a young
-    collection every 700 allocations and a full one (through every object the
-    agent keeps) every few polls: a fifth of the agent's CPU. The objects that
-    exist once the daemon is set up (modules, configuration) are frozen out of
-    collections for good; cycles are still collected, 70 times less often.
+    On a large cluster, Python's default thresholds ran a young collection every
+    700 allocations and a full one (through every object the agent keeps) every
+    few polls, a large share of the agent's CPU. The objects that exist once the
+    daemon is set up (modules, configuration) are frozen out of collections for
+    good; cycles are still collected, 70 times less often.
     """
     gc.collect()
     gc.freeze()

@@ -1,11 +1,11 @@
 """gzip members written with Intel's ISA-L (the ``isal`` package) instead of zlib.
 
 The agent gzips a lot of text that changes at every poll: its whole /metrics
-body (about 11 MB at 1,000 groups x 20 partitions) and every batch of snapshots
-it produces (about 5 MB). With zlib that was one of the larger shares of its CPU;
-ISA-L's level 1 takes a fifth of zlib's fastest level's CPU for the exposition
-text and a fifteenth of level 6's (Kafka's Java producer's default) for the
-snapshots, which come out about a quarter larger.
+body and every batch of snapshots it produces, both large on a large cluster.
+With zlib that was one of the larger shares of its CPU; ISA-L's level 1 takes
+far less CPU than zlib's fastest level for the exposition text, and than level 6
+(Kafka's Java producer's default) for the snapshots, which come out somewhat
+larger.
 
 The output is ordinary gzip (RFC 1952): Prometheus, Kafka's consumers and
 Python's ``gzip`` read it. Decompressing stays with zlib: only a scraper that
@@ -15,7 +15,7 @@ does not accept gzip makes the agent decompress.
 from isal import isal_zlib
 
 # ISA-L's levels run from 0 to 3. Level 1 is as fast as 0 and compresses better;
-# 3 costs several times the CPU for output barely smaller.
+# 3 costs much more CPU for output barely smaller.
 LEVEL = 1
 _GZIP_WBITS = 16 + isal_zlib.MAX_WBITS  # zlib's way of asking for a gzip member
 

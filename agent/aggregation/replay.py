@@ -117,8 +117,8 @@ WEIGHED_LINES = 2000
 
 # A replay builds millions of small tuples (facts, windows) that live as long as their
 # window and hold no reference cycles. At CPython's default thresholds the cycle collector
-# scans all of them again whenever the survivors have grown by a quarter: about a fifth of
-# a replay's time (docs/benchmarks.md). While a replay runs, collections are rarer.
+# scans all of them again whenever the survivors have grown by a quarter, a large share
+# of a replay's time (docs/benchmarks.md). While a replay runs, collections are rarer.
 GC_THRESHOLDS = (100_000, 50, 100)
 
 

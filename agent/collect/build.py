@@ -344,7 +344,7 @@ def _partitions(
         metadata_topic = topics.get(topic)
         leaders = metadata_topic.leaders if metadata_topic else ()
         # Every field, in PartitionInfo's order: a poll makes 20,000, and ``new_partition``
-        # makes them five times faster than PartitionInfo(...) (test_partition_rows
+        # makes them much faster than PartitionInfo(...) (test_partition_rows
         # proves every field lands in its place).
         rows.append(
             new_partition(

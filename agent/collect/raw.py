@@ -122,7 +122,7 @@ class StreamsGroupDescription:
 
 # CommittedOffset and PartitionOffset are NamedTuples, not frozen dataclasses like the
 # rest: a poll of 1,000 groups x 20 partitions makes 39,000 of them, and a tuple is made
-# in less than half the time (a frozen dataclass sets each field by object.__setattr__).
+# much faster (a frozen dataclass sets each field by object.__setattr__).
 class CommittedOffset(NamedTuple):
     topic: str
     partition: int

@@ -113,9 +113,9 @@ class KeyedLoad:
     def _run(self) -> None:
         from kafka import KafkaProducer  # noqa: PLC0415 - slow import
 
-        # Records go out in 0.1 s bursts, a produce request or so each: at 200 records/s,
-        # waking every 10 ms with a 5 ms linger cost this process a quarter of a core and
-        # the broker more (measured in `ksmon demo`, where every core counts).
+        # Records go out in 0.1 s bursts, a produce request or so each: waking for every
+        # few records with a short linger kept this process and the broker busy for
+        # nothing, and `ksmon demo` needs every core it has.
         producer = KafkaProducer(
             bootstrap_servers=self.bootstrap_servers, linger_ms=TICK_MS, client_id="ksmon-load"
         )

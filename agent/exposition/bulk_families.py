@@ -1,8 +1,8 @@
 """The families with a series per group and partition, written a group at a time.
 
-At 1,000 groups x 20 partitions they are nine in ten of the agent's 105,000
-samples, and adding them one at a time (a call, a label template and a number
-each) was a quarter of the agent's CPU. Here one loop over a group's partitions
+At 1,000 groups x 20 partitions they are most of the agent's samples, and
+adding them one at a time (a call, a label template and a number each) was a
+large share of the agent's CPU. Here one loop over a group's partitions
 writes the lines of all its families: a partition's label text is made once for
 its lag, lag in seconds and committed offset, label values are escaped once per
 group (a topic once per poll), and each family's lines are joined a group at a

@@ -1,14 +1,14 @@
 """The agent's /metrics as bytes, built once per poll instead of at every scrape.
 
-At 1,000 groups x 20 partitions the exposition is about 100,000 series (11 MB of
-text); building it through prometheus_client at every scrape cost more CPU than
-polling the cluster. Here the families a poll changes (groups, partitions,
-Streams, the sidecar's view) are written as text when a poll is recorded and
-gzip-compressed as they are written (only the compressed text is kept: the
-plain one, held twice while a poll replaced it, was a fifth of the agent's
-memory; the per-partition families are compressed while they are written, since
-their text, 7 MB before compression, was the agent's peak); a scrape adds the
-few families that change between polls (poll counters, the sink's delivery, the
+On a large cluster the exposition is a great many series and megabytes of text;
+building it through prometheus_client at every scrape cost more CPU than polling
+the cluster. Here the families a poll changes (groups, partitions, Streams, the
+sidecar's view) are written as text when a poll is recorded and gzip-compressed
+as they are written (only the compressed text is kept: the plain one, held twice
+while a poll replaced it, was a large share of the agent's memory; the
+per-partition families are compressed while they are written, since their text
+before compression was the agent's peak); a scrape adds the few families that
+change between polls (poll counters, the sink's delivery, the
 ``__consumer_offsets`` readers), written fresh, in front. A scraper that does
 not accept gzip gets the body decompressed for it (Prometheus always accepts
 gzip).
@@ -78,7 +78,7 @@ _PLAIN_CHUNK = 256 * 1024
 
 def _unpacked(body: bytes) -> Iterator[bytes]:
     """The text of gzip members one after the other, in pieces (never the whole
-    11 MB at once)."""
+    text at once)."""
     data = body
     while data:
         unpacker = zlib.decompressobj(_GZIP_WBITS)

@@ -29,7 +29,7 @@ def number_text(value: float) -> str:
             # Offsets of a real cluster, in the millions and more: 1,234,567 is
             # "1.234567e+06", 10**10 "1e+10". A poll of 20,000 partitions writes
             # 60,000 of them: one strip of the digits and a ready exponent cost
-            # about a quarter of floatToGoString.
+            # far less than floatToGoString.
             digits = str(value)
             significant = digits.rstrip("0")
             exponent = _GO_EXPONENTS[len(digits) - 1]
@@ -115,8 +115,8 @@ class TextFamily:
         self.text += "".join(lines).encode()
 
 
-# Text a packed family holds before compressing it: small next to the 7 MB that
-# the three lag families of 20,000 partitions wrote before they were compressed.
+# Text a packed family holds before compressing it: small next to what the three
+# lag families of 20,000 partitions wrote before they were compressed.
 _PACK_FROM_BYTES = 256 * 1024
 
 

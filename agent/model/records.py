@@ -359,11 +359,12 @@ def quick_constructor(cls: type[T]) -> typing.Callable[..., T]:
     """A maker of ``cls`` (a frozen, slotted dataclass) from every field, in order.
 
     A frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
-    (its own ``__setattr__`` refuses): 20,000 PartitionInfo a poll took 40 ms of CPU.
-    The maker sets the fields on an instance of a twin class, the same slots with no
-    ``__setattr__`` of its own, and then turns it into a ``cls``, which Python allows
-    between classes of one slot layout: 7 ms. What it returns is a ``cls`` in every
-    way (equal, hashed and frozen like one made by ``cls(...)``; a test checks).
+    (its own ``__setattr__`` refuses), a slow call per field, for the tens of thousands
+    of PartitionInfo of a poll. The maker sets the fields on an instance of a twin class,
+    the same slots with no ``__setattr__`` of its own, and then turns it into a ``cls``,
+    which Python allows between classes of one slot layout, for a fraction of the cost.
+    What it returns is a ``cls`` in every way (equal, hashed and frozen like one made by
+    ``cls(...)``; a test checks).
 
     No defaults and no checks: every field is given, positionally.
     """

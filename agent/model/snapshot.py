@@ -255,8 +255,8 @@ class SidecarTask:
 
     task: str  # "<subtopology>_<partition>"
     thread_id: str | None = None
-    # restore-remaining-records-total: may overshoot and never reach 0
-    # (KAFKA-20711), so it is evidence of a restore, not of its progress.
+    # restore-remaining-records-total: seen to overshoot and never reach 0 on real
+    # apps, so it is evidence of a restore, not of its progress.
     restore_remaining_records: int | None = None
     # Cumulative records restored (restore-total, DEBUG recording level), when exposed.
     restored_records_total: float | None = None

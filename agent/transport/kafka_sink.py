@@ -24,9 +24,9 @@ log = logging.getLogger(__name__)
 
 _BATCH = 500
 # The producer's record batch per partition, at most. A poll of 1,000 groups ships
-# about 5 MB of snapshots: kafka-python's default batch of 16 KB made that 300 batches,
-# each built, compressed and acknowledged on its own; 256 KB batches cut the sink's
-# CPU to a quarter, and larger ones saved little more and held more memory.
+# megabytes of snapshots: kafka-python's default batch of 16 KB made that hundreds of
+# batches, each built, compressed and acknowledged on its own; 256 KB batches cut the
+# sink's CPU most, and larger ones saved little more and held more memory.
 PRODUCER_BATCH_BYTES = 256 * 1024
 # Closing: deliveries that make no progress for this long are not waited for.
 _STALL_SECONDS = 1.0

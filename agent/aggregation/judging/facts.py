@@ -9,7 +9,7 @@ once. Parts only read at the newest poll or over a short look-back are dropped
 from older polls (``Poll.aged``).
 
 Facts come straight from the decoded JSON, not through ``agent.model``'s
-dataclasses (ten times slower to build, and replay reads millions of
+dataclasses (much slower to build, and replay reads millions of
 partitions): every value a rule computes with is checked here, and a snapshot
 that does not fit raises ``MalformedSnapshotError`` naming the field, so a bad
 record is set aside before it reaches any group's state. Missing optional
@@ -344,8 +344,8 @@ class Poll(NamedTuple):
         # that rebalances again and again one member rejoins under a new id while the
         # others stay as they were; of its topics one grows (its changelog), the others
         # stay. Those are then one object each in the window: stored, converted and
-        # pickled once, not at every poll (measured: a rebalance loop's window cost five
-        # times a steady one's).
+        # pickled once, not at every poll (without this, a rebalance loop's window cost
+        # many times a steady one's).
         if values[_MEMBERS] is not previous.members:
             values[_MEMBERS] = _same_records(self.members, previous.members)
         if values[_TOPICS] is not previous.topics:

@@ -41,7 +41,7 @@ def ensure_topic(
     from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
 
     # Reaching the cluster counts as a request: a cluster away fails within the cluster's
-    # request timeout, not kafka-python's own 30 s plus back-off (45 s measured).
+    # request timeout, not kafka-python's own 30 s plus back-off.
     admin_settings = _admin_settings(settings)
     if "request_timeout_ms" in admin_settings:
         admin_settings.setdefault("bootstrap_timeout_ms", admin_settings["request_timeout_ms"])

@@ -7,9 +7,9 @@ empty string, which Prometheus treats as absent.
 The metrics are a function of the job's view alone, which changes once per
 micro-batch; ``JobExposition`` writes them once per view, at the first
 scrape that sees it, and serves the same gzip-compressed bytes to every
-scrape until the next batch. At 1,000 groups x 20 partitions the text is
-about 8 MB (68,000 gauges) and writing it costs 0.7-1.3 CPU seconds, which
-at every scrape would take a core from the batches (docs/benchmarks.md).
+scrape until the next batch. On a large cluster the text is big and slow
+to write: written at every scrape, it would take CPU the batches need (see
+docs/benchmarks.md).
 """
 
 import gzip

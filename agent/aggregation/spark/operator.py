@@ -105,7 +105,7 @@ def _without_gc(
 ) -> Callable[..., Iterator["pd.DataFrame"]]:
     """A bucket's windows are tens of thousands of small tuples, unpickled, judged and
     pickled again in one go: Python's cycle collector, triggered by so many allocations,
-    tripled the time (measured; docs/benchmarks.md). None of them form cycles, and
+    took most of the time (see docs/benchmarks.md). None of them form cycles, and
     reference counting frees them all."""
 
     @functools.wraps(handler)

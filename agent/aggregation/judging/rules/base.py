@@ -53,9 +53,9 @@ class Found:
 class Gauge(NamedTuple):
     """One value for /metrics; labels that do not apply are None. A NamedTuple: every
     group's gauges go from Spark's Python workers to the driver each micro-batch, and a
-    tuple unpickles in C, where a slotted dataclass runs Python code per gauge (sampled
-    at 1,000 groups: unpickling the workers' outputs was a third of the driver's time per
-    batch, most of it in dataclass code)."""
+    tuple unpickles in C, where a slotted dataclass runs Python code per gauge (at a
+    thousand groups, unpickling the workers' outputs was then a large share of the
+    driver's time per batch)."""
 
     metric: str
     value: float

@@ -6,12 +6,11 @@ leaves the group empty for a moment). A group nobody has consumed for
 longer is abandoned, not broken, and the agent's lag metrics cover it.
 
 A group that is Empty at every poll while its generation climbs is not
-stopped: its members join and leave again between polls. Seen live (bench/
-detection_latency.py): one stream thread overrunning ``max.poll.interval.ms``
-re-joins after its buffered records, minutes later, and is out again within
-seconds, so a 10 s poll never sees it. The explanation here says what is going
-on; ``rebalance_loop`` opens beside it once the generations between Empty
-polls reach its count of rebalances.
+stopped: its members join and leave again between polls. Seen live: one stream
+thread overrunning ``max.poll.interval.ms`` re-joins after its buffered records,
+minutes later, and is out again within seconds, so a 10 s poll never sees it. The
+explanation here says what is going on; ``rebalance_loop`` opens beside it once the
+generations between Empty polls reach its count of rebalances.
 
 Once open, the finding holds for as long as the group has no member and its
 lag is not shrinking (input still arriving, or a backlog nobody reads),

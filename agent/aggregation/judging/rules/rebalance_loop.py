@@ -18,15 +18,14 @@ that explains it is not visible yet), or the group in a rebalancing state
 window, unless that is legitimate churn. An Empty group is not rebalancing:
 a group whose offsets are committed with no member (a batch job, a stopped
 app) is Empty all along, and that is ``no_live_consumers``' business, not a
-loop (the 200-group soak, bench/soak.py, found 180 such groups flagged).
+loop (a soak of many such groups flagged most of them before this rule).
 But an Empty group whose exact generation rose between two polls that both
 saw it Empty had members join and leave again in between, unseen: a lone
-stream thread overrunning ``max.poll.interval.ms`` (seen live in
-bench/detection_latency.py: out of the group within seconds of each re-join,
-so no 10 s poll ever saw it Stable) or a crash loop. Such a group is judged
-at its Empty polls too: the events count there when the window holds at
-least one rebalance between Empty polls, and a group that stays Empty with
-its generation still closes the finding once its window is quiet.
+stream thread overrunning ``max.poll.interval.ms`` (seen live: out of the
+group within seconds of each re-join, so no 10 s poll ever saw it Stable) or a
+crash loop. Such a group is judged at its Empty polls too: the events count there
+when the window holds at least one rebalance between Empty polls, and a group that
+stays Empty with its generation still closes the finding once its window is quiet.
 Legitimate churn:
 
 * KIP-441 probing rebalances: the assignment before announced a next
@@ -59,7 +58,7 @@ restart or a scale-out replaces or adds each member once), with at least
 ``loop_events`` member ids joined in all. Mid-rebalance the broker lists
 members without their Streams data; their client ids name the instance
 (``instances.InstanceNames``), so a stream thread replaced under a new index
-still counts for its instance. Seen live (issue 25 #3): the group's record over
+still counts for its instance. Seen live: the group's record over
 the offsets topic's limit, every SyncGroup failed, REPLACE_THREAD replaced the
 threads again and again, the group never Stable; found within two turns of
 the loop (a turn lasts a session timeout: the dead threads' members linger).
@@ -682,8 +681,8 @@ def judge(ev: Evaluation) -> Judgement:
     # Rebalances between two Empty polls are members that joined and left again unseen:
     # no member change the Stable polls show explains them. Without this, the restart
     # that brought a looping version in (a deploy) explained the loop's first six
-    # rebalances, and the loop was found only once the restart left the window (bench/
-    # detection_latency.py: 611 s after the fault).
+    # rebalances, and the loop was found only once the restart left the window, long
+    # after the fault.
     explainable = max(beyond_probing - unseen, 0)
     churn_explained = (
         min(explainable, churn.member_changes * EVENTS_PER_MEMBER_CHANGE) if legitimate else 0

@@ -25,7 +25,7 @@ instance and thread index (``instances.InstanceNames``). And while a
 rule judges first), members leave and re-join under new ids, so a thread out
 of the group says nothing of a death: the broker's view is not judged then
 (a finding open from before stays open), and the loop's finding says why the
-members are out. Seen live (issue 27 #2): a poll-timeout loop with every
+members are out. Seen live: a poll-timeout loop with every
 thread alive opened "runs 1 of its 2 stream threads ... look for the uncaught
 exception" and "all its stream threads died". A thread that really died during
 a loop is found once the loop's finding has closed.
