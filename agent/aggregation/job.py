@@ -38,14 +38,12 @@ from pyspark.sql import DataFrame, SparkSession
 
 from agent.aggregation.judging.board import BatchTally, Board
 from agent.aggregation.outputs.api import JobApi
-from agent.aggregation.outputs.findings_topic import (
-    FindingsPublisher,
-    FindingsTopicError,
-    TopicToCreate,
-)
+from agent.aggregation.outputs.findings_topic import FindingsPublisher, FindingsTopicError
 from agent.aggregation.outputs.job_metrics import JobExposition
 from agent.aggregation.outputs.latest import LatestView
 from agent.aggregation.outputs.quarantine import write_rejected
+from agent.aggregation.outputs.task_loads_topic import TaskLoadsPublisher
+from agent.aggregation.outputs.topics import TopicToCreate
 from agent.aggregation.spark.checkpoint import Checkpoint, checkpoint_dir
 from agent.aggregation.spark.input_wait import (
     InputWatch,
@@ -67,6 +65,7 @@ from agent.aggregation.spark.source import (
     spool_stream,
 )
 from agent.config import Config, kafka_client_settings
+from agent.config.schema import OutputTopicConfig
 from agent.errors import ConfigError, SetupError, described, first_line
 from agent.exposition.http import MetricsServer
 from agent.model.findings import FindingEvent
@@ -219,6 +218,7 @@ class AggregationJob:
         self._late_counted_through = -1  # the last batch whose watermark drops are counted
         self._stopping = threading.Event()
         self.publisher = self._publisher()
+        self.task_loads = self._task_loads_publisher()
         self._findings_topic_failed = False  # said so at start: say when it works
         self._batch_failure: str | None = None  # why the last micro-batch failed, one line
         self._query: object | None = None
@@ -331,6 +331,8 @@ class AggregationJob:
                 log.info("the streaming query was already stopped with Spark: %s", first_line(e))
         if self.publisher is not None:
             self.publisher.close()
+        if self.task_loads is not None:
+            self.task_loads.close()
         if self.server is not None:
             self.server.stop()
 
@@ -395,6 +397,8 @@ class AggregationJob:
         self.ledger.save(record)
         self._board_batch = batch_id
         self._publish(record)
+        if self.task_loads is not None:
+            self.task_loads.publish(self.board.task_rates())
         finished = self.clock()
         self.latest.batch_done(
             at=finished,
@@ -486,16 +490,26 @@ class AggregationJob:
         return "nothing"
 
     def _publisher(self) -> FindingsPublisher | None:
-        findings = self.aggregation.findings
-        if findings is None or not findings.publish:
+        output = self._output_topic(self.aggregation.findings)
+        return FindingsPublisher(*output) if output is not None else None
+
+    def _task_loads_publisher(self) -> TaskLoadsPublisher | None:
+        output = self._output_topic(self.aggregation.task_loads)
+        return TaskLoadsPublisher(*output) if output is not None else None
+
+    def _output_topic(
+        self, output: OutputTopicConfig | None
+    ) -> tuple[dict[str, object], str, TopicToCreate | None] | None:
+        """A publisher's client settings, topic and what to create; None: not published."""
+        if output is None or not output.publish:
             return None
-        settings = kafka_client_settings(self.config.cluster(findings.cluster))
+        settings = kafka_client_settings(self.config.cluster(output.cluster))
         create = (
-            TopicToCreate(findings.partitions, findings.replication_factor)
-            if findings.create_topic
+            TopicToCreate(output.partitions, output.replication_factor)
+            if output.create_topic
             else None
         )
-        return FindingsPublisher(settings, findings.topic, create)
+        return settings, output.topic, create
 
 
 # Where Spark logs a failed query with its whole Java stack trace (the class moved

@@ -53,6 +53,7 @@ from agent.config.schema import (
     SparkConfig,
     SpoolInputConfig,
     SpoolSinkConfig,
+    TaskLoadsConfig,
     TlsConfig,
 )
 from agent.config.values import (
@@ -101,6 +102,7 @@ __all__ = [
     "SparkConfig",
     "SpoolInputConfig",
     "SpoolSinkConfig",
+    "TaskLoadsConfig",
     "TlsConfig",
     "format_duration",
     "format_size",

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import urlsplit
 
 from agent.config.location import ConfigFileError, Place
@@ -48,6 +49,7 @@ from agent.config.schema import (
     LoggingConfig,
     OAuthConfig,
     OffsetsTopicConfig,
+    OutputTopicConfig,
     PollConfig,
     SaslConfig,
     SaslMechanism,
@@ -57,12 +59,15 @@ from agent.config.schema import (
     SparkConfig,
     SpoolInputConfig,
     SpoolSinkConfig,
+    TaskLoadsConfig,
     TlsConfig,
     TopologyConfig,
 )
 from agent.config.values import format_duration, format_size, parse_size, shown
 from agent.config.yaml_source import YamlMap, load_yaml
 from agent.streams.topology import TopologyParseError, parse_topology
+
+OutputTopic = TypeVar("OutputTopic", bound=OutputTopicConfig)
 
 _CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -617,7 +622,12 @@ def _read_aggregation(
         trigger_interval=trigger_interval,
         buckets=s.integer("buckets", minimum=1, maximum=65_536),
         input=job_input,
-        findings=_read_findings(s.section("findings", FindingsConfig), clusters, input_cluster),
+        findings=_read_output_topic(
+            s.section("findings", FindingsConfig), FindingsConfig, clusters, input_cluster
+        ),
+        task_loads=_read_output_topic(
+            s.section("task_loads", TaskLoadsConfig), TaskLoadsConfig, clusters, input_cluster
+        ),
         spark=_read_spark(s.section("spark", SparkConfig)),
         detectors=detectors,
     )
@@ -672,10 +682,10 @@ def _checkpoint_dir(s: Section) -> Path | None:
     return path
 
 
-def _read_findings(
-    s: Section, clusters: tuple[ClusterConfig, ...], input_cluster: str
-) -> FindingsConfig:
-    return FindingsConfig(
+def _read_output_topic(
+    s: Section, kind: type[OutputTopic], clusters: tuple[ClusterConfig, ...], input_cluster: str
+) -> OutputTopic:
+    return kind(
         publish=s.boolean("publish"),
         cluster=_cluster_name(s, clusters, input_cluster),
         topic=_topic_name(s),

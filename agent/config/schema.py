@@ -269,15 +269,35 @@ class InputConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FindingsConfig:
+class OutputTopicConfig:
+    """A topic the job publishes to: whether it does, on which cluster, and how the topic
+    is created when missing."""
+
+    publish: bool
+    cluster: str  # a configured cluster's name; the loader defaults it to the input's
+    topic: str
+    create_topic: bool = True
+    partitions: int
+    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FindingsConfig(OutputTopicConfig):
     """The findings topic: open, update and close events, keyed by finding."""
 
     publish: bool = True
-    cluster: str  # a configured cluster's name; the loader defaults it to the input's
     topic: str = "ksmon.findings"
-    create_topic: bool = True
     partitions: int = 3
-    replication_factor: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskLoadsConfig(OutputTopicConfig):
+    """The task loads topic: each Kafka Streams application's latest per-task loads, for
+    the load-aware task assignor (assignor/), keyed by cluster and application id."""
+
+    publish: bool = False
+    topic: str = "ksmon.task-loads"
+    partitions: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -431,6 +451,7 @@ class AggregationConfig:
     buckets: int = 32
     input: InputConfig = InputConfig()
     findings: FindingsConfig | None = None  # the loader always fills it
+    task_loads: TaskLoadsConfig | None = None  # the loader always fills it
     spark: SparkConfig = SparkConfig()
     detectors: DetectorsConfig = DetectorsConfig()
 
@@ -537,6 +558,8 @@ def _job_clusters(job: AggregationConfig) -> set[str]:
         used.add(job.input.kafka.cluster)
     if job.findings is not None and job.findings.publish:
         used.add(job.findings.cluster)
+    if job.task_loads is not None and job.task_loads.publish:
+        used.add(job.task_loads.cluster)
     return used
 
 
@@ -651,6 +674,9 @@ def _describe_aggregation(job: AggregationConfig) -> str:
         if findings is not None and findings.publish
         else "findings not published to a topic"
     )
+    loads = job.task_loads
+    if loads is not None and loads.publish:
+        publishes += f", task loads to Kafka topic {loads.topic} on cluster {loads.cluster}"
     # The job resolves None to <state dir>/aggregate (agent/aggregation/job.py).
     checkpoint = (
         job.checkpoint_dir or "<state dir>/aggregate (KSMON_STATE_DIR, else ~/.local/state/ksmon)"

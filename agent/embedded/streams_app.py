@@ -112,6 +112,8 @@ class StreamsAppConfig:
     # RocksDB memtables of this size (SmallMemtables): a store's files grow gradually.
     rocksdb_write_buffer_bytes: int | None = None
     streams_config: Mapping[str, str] = field(default_factory=dict)
+    # Jars added to the app's classpath (a task assignor, say).
+    extra_classpath: tuple[Path, ...] = ()
     # Who serves the metrics port: the JMX exporter java agent (default naming), or the
     # app itself through Micrometer's KafkaStreamsMetrics on a Prometheus registry.
     metrics: MetricsExporter = "jmx-exporter"
@@ -277,7 +279,7 @@ class StreamsAppInstance:
             "-Djava.awt.headless=true",
             *agent,
             "-cp",
-            self.build.classpath,
+            ":".join([self.build.classpath, *map(str, c.extra_classpath)]),
             MAIN_CLASS,
             *args,
         ]

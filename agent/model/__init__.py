@@ -1,5 +1,6 @@
 """The records that flow through ksmon: snapshots and findings, the only contract between
-the agent and the aggregation job (``poll_result`` stays inside the agent)."""
+the agent and the aggregation job (``poll_result`` stays inside the agent), and the task
+loads the job publishes for the load-aware task assignor (``task_loads``)."""
 
 from agent.model.records import NewerSchemaError, RecordError
 from agent.model.snapshot import (

@@ -334,7 +334,10 @@ def _convert(kind: Any, data: object, path: str) -> object:  # noqa: ANN401, PLR
     if origin is dict:
         if not isinstance(data, dict):
             raise RecordError(f"{path}: expected an object, got {type(data).__name__}")
-        return data
+        _key_kind, value_kind = get_args(kind)
+        if value_kind is Any:
+            return data  # free-form JSON (evidence)
+        return {k: _convert(value_kind, v, f"{path}.{k}") for k, v in data.items()}
     if origin is tuple:
         if not isinstance(data, list):
             raise RecordError(f"{path}: expected a list, got {type(data).__name__}")

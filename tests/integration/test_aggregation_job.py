@@ -11,10 +11,12 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 
 from agent.aggregation.commands import open_findings
 from agent.aggregation.job import AggregationJob
+from agent.aggregation.judging.facts import decode
 from agent.aggregation.outputs.findings_topic import read_events
 from agent.aggregation.replay import replay
 from agent.config import Config, kafka_client_settings
@@ -24,6 +26,8 @@ from agent.embedded.load import produce
 from agent.embedded.ports import free_port
 from agent.embedded.process import wait_until
 from agent.embedded.topics import create_topics
+from agent.model import Snapshot
+from agent.model.task_loads import TaskLoads
 from tests.support.aggregation import (
     active_findings,
     get_json,
@@ -33,6 +37,7 @@ from tests.support.aggregation import (
     scrape,
     write_spool,
 )
+from tests.support.kafka_io import read_all
 from tests.support.snapshots import CLUSTER, partition, snapshot, streams_member
 from tests.support.streams import unique_name
 from tests.unit.aggregation.cases import T0, hot_partitions, rebalance_loop, times
@@ -52,7 +57,14 @@ def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
     bad = spool / "snapshots-20260101T000000-000002.jsonl"
     bad.write_text('not json\n{"schema_version": 99, "cluster": "local"}\n')
     write_spool(spool, [])  # nothing; keeps the helper's ordering obvious
-    config = job_config(kafka, tmp_path, findings_topic=unique_name("findings"), spool=spool)
+    loads_topic = unique_name("task-loads")
+    config = job_config(
+        kafka,
+        tmp_path,
+        findings_topic=unique_name("findings"),
+        spool=spool,
+        task_loads_topic=loads_topic,
+    )
     job = AggregationJob(config, spark)
     job.start()
     try:
@@ -113,6 +125,30 @@ def test_the_job_reads_a_spool_quarantines_bad_snapshots_and_publishes_findings(
     assert sum(group["partition_counts"].values()) == group["partition_count"] > 0
     assert api_missing[0] == 404
     assert "nobody" in api_missing[1]["message"]
+
+    _check_task_loads(kafka, loads_topic, metrics, snapshots)
+
+
+def _check_task_loads(
+    kafka: EmbeddedKafka, topic: str, metrics: str, snapshots: list[Snapshot]
+) -> None:
+    """The task loads topic holds a record for each micro-batch that moved the group on,
+    the latest with the tasks' rates as /metrics shows them, keyed cluster/application id."""
+    records = read_all(kafka.bootstrap_servers, topic)
+    assert len(records) == 2, "one per micro-batch"
+    assert {key for key, _ in records} == {f"{CLUSTER}/{HOT.name}".encode()}
+    latest = TaskLoads.from_json(records[-1][1])
+    task_rates = {
+        sample.labels["task"]: sample.value
+        for family in text_string_to_metric_families(metrics)
+        if family.name == "ksmon_streams_task_records_per_second"
+        for sample in family.samples
+        if sample.labels["group"] == HOT.name
+    }
+    assert task_rates, "the hot case's tasks have rates"
+    assert (latest.application_id, latest.tasks) == (HOT.name, task_rates)
+    newest = max(decode(s.to_json())[1].t for s in snapshots)
+    assert latest.measured_at == TaskLoads.of(HOT.name, newest, {}).measured_at
 
 
 def test_the_job_reads_the_snapshot_topic(

@@ -33,6 +33,7 @@ def job_config(
     detectors: dict[str, object] | None = None,
     max_files_per_batch: int = 100,
     trigger: str = "1s",
+    task_loads_topic: str | None = None,
 ) -> Config:
     """A config for the job on the session broker: spool or topic input, its own port."""
     job_input: dict[str, object] = (
@@ -52,6 +53,11 @@ def job_config(
             "trigger_interval": trigger,
             "input": job_input,
             "findings": {"topic": findings_topic, "partitions": 1},
+            **(
+                {"task_loads": {"publish": True, "topic": task_loads_topic}}
+                if task_loads_topic is not None
+                else {}
+            ),
             "spark": {"master": "local[2]", "shuffle_partitions": 2, "driver_memory": "512MiB"},
             "detectors": detectors or {},
         },

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from agent.aggregation.judging.bucket import BucketOutput, ClusterPoll, GroupReport, SeriesGauges
 from agent.aggregation.judging.facts import Poll
 from agent.aggregation.judging.group import GroupState, step
-from agent.aggregation.judging.results import GaugeRow
+from agent.aggregation.judging.results import TASK_RATE, GaugeRow
 from agent.aggregation.judging.rules import CLUSTER_RULES
 from agent.aggregation.judging.rules.base import Gauge
 from agent.aggregation.judging.stored_bucket import GroupKey, StoredBucket, decode, encode
@@ -43,6 +43,16 @@ class BatchTally:
     rejected: Counter[str] = field(default_factory=Counter)
     windows_dropped: int = 0  # groups whose windows were of another format
     gone: int = 0  # groups forgotten: not polled for the look-back
+
+
+@dataclass(frozen=True)
+class GroupTaskRates:
+    """One group's tasks' rates (records/s) at one poll."""
+
+    cluster: str
+    group: str
+    t: float
+    rates: dict[str, float]  # task id -> records/s
 
 
 @dataclass
@@ -132,6 +142,23 @@ class Board:
                 group_rows = self._rows[key] = _group_rows(key, series)
             rows += group_rows
         return rows
+
+    def task_rates(self) -> list[GroupTaskRates]:
+        """Each Kafka Streams group's task rates at its newest series' newest judged poll
+        that had them, sorted by group."""
+        found = []
+        for key in sorted(self.gauges):
+            newest = sorted(self.gauges[key].values(), key=lambda s: (-s.t, s.agent))
+            for series in newest:
+                rates = {
+                    g.task: g.value
+                    for g in series.gauges
+                    if g.metric == TASK_RATE and g.task is not None
+                }
+                if rates:
+                    found.append(GroupTaskRates(key[0], key[1], series.t, rates))
+                    break
+        return found
 
     # -- what survives a restart ---------------------------------------------------------
 

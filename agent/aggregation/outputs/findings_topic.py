@@ -8,16 +8,15 @@ close carries the whole finding), everything goes after 7 days. No Spark here.
 
 import logging
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
 
+from agent.aggregation.outputs.topics import TopicToCreate, TopicWriter
 from agent.errors import KsmonError, described
 from agent.model.findings import FindingEvent
 from agent.model.records import RecordError
 
 log = logging.getLogger(__name__)
 
-_RETENTION_MS = 7 * 24 * 3600 * 1000
+_TOPIC_CONFIGS = {"cleanup.policy": "compact,delete", "retention.ms": str(7 * 24 * 3600 * 1000)}
 _LOOK_BACK_RECORDS = 2000  # per partition, when checking what a crashed batch already sent
 # The producer's delivery timeout (kafka-python's default, 120 s) and some: by then every
 # record it holds was delivered or given up on.
@@ -26,54 +25,6 @@ _SETTLE_SECONDS = 150.0
 
 class FindingsTopicError(KsmonError):
     retriable = True
-
-
-def _admin_settings(settings: Mapping[str, object]) -> dict[str, object]:
-    from kafka.admin import KafkaAdminClient  # noqa: PLC0415 - slow import
-
-    return {k: v for k, v in settings.items() if k in KafkaAdminClient.DEFAULT_CONFIG}
-
-
-def ensure_topic(
-    settings: Mapping[str, object], topic: str, partitions: int, replication_factor: int
-) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic  # noqa: PLC0415
-    from kafka.errors import TopicAlreadyExistsError  # noqa: PLC0415
-
-    # Reaching the cluster counts as a request: a cluster away fails within the cluster's
-    # request timeout, not kafka-python's own 30 s plus back-off.
-    admin_settings = _admin_settings(settings)
-    if "request_timeout_ms" in admin_settings:
-        admin_settings.setdefault("bootstrap_timeout_ms", admin_settings["request_timeout_ms"])
-    admin = KafkaAdminClient(**admin_settings)
-    try:
-        if topic in set(admin.list_topics()):
-            return
-        try:
-            admin.create_topics(
-                [
-                    NewTopic(
-                        topic,
-                        partitions,
-                        replication_factor,
-                        topic_configs={
-                            "cleanup.policy": "compact,delete",
-                            "retention.ms": str(_RETENTION_MS),
-                        },
-                    )
-                ]
-            )
-            log.info("created findings topic %s", topic)
-        except TopicAlreadyExistsError:
-            pass
-    finally:
-        admin.close()
-
-
-@dataclass(frozen=True)
-class TopicToCreate:
-    partitions: int
-    replication_factor: int
 
 
 class FindingsPublisher:
@@ -87,35 +38,33 @@ class FindingsPublisher:
     def __init__(
         self, settings: Mapping[str, object], topic: str, create: TopicToCreate | None = None
     ) -> None:
-        self.settings = dict(settings)
-        self.topic = topic
-        self._to_create = create
-        self._producer: Any = None
+        self.writer = TopicWriter(
+            settings,
+            topic,
+            create,
+            configs=_TOPIC_CONFIGS,
+            what="findings topic",
+            producer_settings={"acks": "all", "enable_idempotence": True, "linger_ms": 20},
+        )
+
+    @property
+    def topic(self) -> str:
+        return self.writer.topic
 
     def ensure_topic(self) -> None:
         """Create the topic if it is still to be created; FindingsTopicError if that fails."""
-        create = self._to_create
-        if create is None:
-            return
         try:
-            ensure_topic(self.settings, self.topic, create.partitions, create.replication_factor)
+            self.writer.ensure_topic()
         except Exception as e:
             raise FindingsTopicError(
                 f"cannot create findings topic {self.topic}: {described(e)}"
             ) from e
-        self._to_create = None
 
     def publish(self, events: Iterable[FindingEvent]) -> int:
         self.ensure_topic()
         events = list(events)
-        if not events:
-            return 0
-        producer = self._ensure_producer()
-        futures = [producer.send(self.topic, key=e.key, value=e.to_json()) for e in events]
         try:
-            producer.flush(timeout=30)
-            for future in futures:
-                future.get(timeout=30)
+            self.writer.send_all([(e.key, e.to_json()) for e in events], timeout=30)
         except Exception as e:
             raise FindingsTopicError(
                 f"publishing {len(events)} finding events to {self.topic} failed: "
@@ -129,33 +78,17 @@ class FindingsPublisher:
         if not wanted:
             return set()
         self.ensure_topic()
-        self._settle()
+        # Records of an earlier ``publish`` that failed (the broker was away) are delivered
+        # or expire first: landing after the look at the topic, they would go out twice.
+        self.writer.settle(_SETTLE_SECONDS)
         found = set()
-        for event in _recent_events(self.settings, self.topic, _LOOK_BACK_RECORDS):
+        for event in _recent_events(self.writer.settings, self.topic, _LOOK_BACK_RECORDS):
             if event.event_id in wanted:
                 found.add(event.event_id)
         return found
 
-    def _settle(self) -> None:
-        """Let the records of an earlier ``publish`` that failed (the broker was away) be
-        delivered or expire first: landing after the look at the topic, they would be
-        published twice."""
-        if self._producer is not None:
-            self._producer.flush(timeout=_SETTLE_SECONDS)
-
     def close(self) -> None:
-        producer, self._producer = self._producer, None
-        if producer is not None:
-            producer.close(timeout=10)
-
-    def _ensure_producer(self) -> Any:  # noqa: ANN401 - kafka-python is untyped
-        if self._producer is None:
-            from kafka import KafkaProducer  # noqa: PLC0415 - slow import
-
-            self._producer = KafkaProducer(
-                **self.settings, acks="all", enable_idempotence=True, linger_ms=20
-            )
-        return self._producer
+        self.writer.close()
 
 
 def read_events(settings: Mapping[str, object], topic: str) -> list[FindingEvent]:

@@ -13,6 +13,9 @@ import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
 
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.common.config.ConfigException;
+import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.streams.processor.TaskId;
 import org.apache.kafka.streams.processor.assignment.ApplicationState;
 import org.apache.kafka.streams.processor.assignment.KafkaStreamsAssignment;
@@ -34,12 +37,21 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
 
     /** A file holding one loads record value (see the README). */
     public static final String LOADS_FILE_CONFIG = "ksmon.assignor.loads.file";
+    /** The compacted topic the ksmon job publishes loads records to, read at each rebalance. */
+    public static final String LOADS_TOPIC_CONFIG = "ksmon.assignor.loads.topic";
+    /** ksmon's name of the cluster: the first part of the record key; required with the topic. */
+    public static final String LOADS_CLUSTER_CONFIG = "ksmon.assignor.loads.cluster";
+    /** How long one read of the loads topic may take before the assignor falls back. */
+    public static final String LOADS_READ_TIMEOUT_CONFIG = "ksmon.assignor.loads.read.timeout.ms";
+    /** Prefix of the loads consumer's own settings, which win over those taken from the application. */
+    public static final String LOADS_CONSUMER_PREFIX = "ksmon.assignor.loads.consumer.";
     /** Loads measured longer ago than this are not used. */
     public static final String MAX_AGE_CONFIG = "ksmon.assignor.loads.max.age.ms";
     /** The relative gain in busiest-instance load that justifies moving a stateful task. */
     public static final String STATEFUL_GAIN_CONFIG = "ksmon.assignor.stateful.min.gain";
 
     static final Duration DEFAULT_MAX_AGE = Duration.ofMinutes(5);
+    static final Duration DEFAULT_READ_TIMEOUT = Duration.ofMillis(2000);
     static final double DEFAULT_STATEFUL_GAIN = 0.10;
 
     private static final Logger LOG = LoggerFactory.getLogger(LoadAwareTaskAssignor.class);
@@ -51,7 +63,7 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
     private double statefulGain = DEFAULT_STATEFUL_GAIN;
     private String lastDecision = "not assigned yet";
 
-    /** The constructor Kafka Streams uses; the loads come from {@link #LOADS_FILE_CONFIG}. */
+    /** The constructor Kafka Streams uses; the loads come from {@link #LOADS_FILE_CONFIG} or {@link #LOADS_TOPIC_CONFIG}. */
     public LoadAwareTaskAssignor() {
         this(null, Clock.systemUTC());
     }
@@ -65,9 +77,34 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
     public void configure(Map<String, ?> configs) {
         Object app = configs.get("application.id");
         applicationId = app == null ? null : app.toString();
-        Object file = configs.get(LOADS_FILE_CONFIG);
+        String file = text(configs, LOADS_FILE_CONFIG);
+        String topic = text(configs, LOADS_TOPIC_CONFIG);
+        if (file != null && topic != null) {
+            throw new ConfigException("both " + LOADS_FILE_CONFIG + " and " + LOADS_TOPIC_CONFIG
+                + " are set; set only one load source");
+        }
+        if (topic != null) {
+            String cluster = text(configs, LOADS_CLUSTER_CONFIG);
+            if (cluster == null) {
+                throw new ConfigException(LOADS_CLUSTER_CONFIG + " is required with " + LOADS_TOPIC_CONFIG
+                    + ": ksmon's name of the cluster, the first part of the loads record key");
+            }
+            Duration timeout = DEFAULT_READ_TIMEOUT;
+            Object ms = configs.get(LOADS_READ_TIMEOUT_CONFIG);
+            if (ms != null) {
+                timeout = Duration.ofMillis(positiveWholeNumber(LOADS_READ_TIMEOUT_CONFIG, ms));
+            }
+            Map<String, Object> consumer = loadsConsumerConfig(configs);
+            if (consumer.get(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG) == null) {
+                throw new ConfigException(LOADS_TOPIC_CONFIG + " is set but there is no bootstrap.servers to read it"
+                    + " from (set bootstrap.servers or " + LOADS_CONSUMER_PREFIX + "bootstrap.servers)");
+            }
+            if (loads == null) {
+                loads = new TopicTaskLoads(topic, cluster, consumer, timeout);
+            }
+        }
         if (file != null && loads == null) {
-            loads = new FileTaskLoads(Path.of(file.toString()));
+            loads = new FileTaskLoads(Path.of(file));
         }
         Object age = configs.get(MAX_AGE_CONFIG);
         if (age != null) {
@@ -79,6 +116,58 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         }
     }
 
+    /**
+     * The settings of the consumer that reads the loads topic: the application's bootstrap servers
+     * and security settings, then {@link #LOADS_CONSUMER_PREFIX} overrides, then what the reader
+     * needs whatever the overrides say (String deserializers, no group, no auto commit, no topic
+     * creation). Values are passed on as they are: a {@code Password} stays one.
+     */
+    static Map<String, Object> loadsConsumerConfig(Map<String, ?> configs) {
+        Map<String, Object> out = new HashMap<>();
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            String key = e.getKey();
+            boolean shared = key.equals(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG) || key.equals("security.protocol")
+                || key.startsWith("sasl.") || key.startsWith("ssl.");
+            if (shared && e.getValue() != null) {
+                out.put(key, e.getValue());
+            }
+        }
+        Object app = configs.get("application.id");
+        out.put(ConsumerConfig.CLIENT_ID_CONFIG, (app == null ? "ksmon" : app) + "-ksmon-loads");
+        for (Map.Entry<String, ?> e : configs.entrySet()) {
+            if (e.getKey().startsWith(LOADS_CONSUMER_PREFIX) && e.getValue() != null) {
+                out.put(e.getKey().substring(LOADS_CONSUMER_PREFIX.length()), e.getValue());
+            }
+        }
+        out.remove(ConsumerConfig.GROUP_ID_CONFIG);
+        out.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        out.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        out.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        out.put(ConsumerConfig.ALLOW_AUTO_CREATE_TOPICS_CONFIG, "false");
+        return out;
+    }
+
+    /** A setting's text, or null when it is absent or blank. */
+    private static String text(Map<String, ?> configs, String key) {
+        Object value = configs.get(key);
+        if (value == null || value.toString().isBlank()) {
+            return null;
+        }
+        return value.toString().trim();
+    }
+
+    private static long positiveWholeNumber(String key, Object value) {
+        try {
+            long n = Long.parseLong(value.toString().trim());
+            if (n > 0) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below with the key
+        }
+        throw new ConfigException(key + " is " + value + "; expected a whole number of milliseconds > 0");
+    }
+
     private static double number(String key, Object value, String expected) {
         try {
             double n = Double.parseDouble(value.toString().trim());
@@ -88,7 +177,7 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         } catch (NumberFormatException e) {
             // reported below with the key
         }
-        throw new org.apache.kafka.common.config.ConfigException(key + " is " + value + "; expected " + expected);
+        throw new ConfigException(key + " is " + value + "; expected " + expected);
     }
 
     /** What the last rebalance did: "load-aware: ..." or "fallback: <why>". */
@@ -102,9 +191,17 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         try {
             Optional<String> refused = refusal(state);
             if (refused.isEmpty()) {
-                TaskAssignment done = place(state);
-                Validity.check(state, done);
-                return done;
+                // Read once per rebalance: a topic read takes time, and two reads could disagree.
+                Optional<TaskLoads.Measurement> latest = loads.latest(applicationId);
+                refused = latest.isEmpty()
+                    ? Optional.of("no loads measured for application " + applicationId)
+                    : mismatch(state, latest.get());
+                if (refused.isEmpty()) {
+                    TaskAssignment done = place(state, latest.get().loads());
+                    Validity.check(state, done);
+                    LOG.info("ksmon load-aware assignor placed {} tasks by load: {}", state.allTasks().size(), lastDecision);
+                    return done;
+                }
             }
             why = refused.get();
         } catch (RuntimeException e) {
@@ -115,10 +212,10 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         return new StickyTaskAssignor().assign(state);
     }
 
-    /** Why the loads cannot be used for this rebalance, if they cannot. */
+    /** Why this rebalance cannot be placed by load whatever the loads say, if it cannot. */
     private Optional<String> refusal(ApplicationState state) {
         if (loads == null) {
-            return Optional.of("no load source configured (" + LOADS_FILE_CONFIG + ")");
+            return Optional.of("no load source configured (" + LOADS_FILE_CONFIG + " or " + LOADS_TOPIC_CONFIG + ")");
         }
         if (applicationId == null) {
             return Optional.of("application.id not configured");
@@ -132,11 +229,11 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         if (clients.isEmpty()) {
             return Optional.of("no clients");
         }
-        Optional<TaskLoads.Measurement> latest = loads.latest(applicationId);
-        if (latest.isEmpty()) {
-            return Optional.of("no loads measured for application " + applicationId);
-        }
-        TaskLoads.Measurement m = latest.get();
+        return Optional.empty();
+    }
+
+    /** Why these loads cannot be used for this rebalance, if they cannot. */
+    private Optional<String> mismatch(ApplicationState state, TaskLoads.Measurement m) {
         if (!applicationId.equals(m.applicationId())) {
             return Optional.of("loads are for application " + m.applicationId() + ", not " + applicationId);
         }
@@ -158,9 +255,8 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         return Optional.empty();
     }
 
-    private TaskAssignment place(ApplicationState state) {
+    private TaskAssignment place(ApplicationState state, Map<TaskId, Double> measured) {
         Map<ProcessId, KafkaStreamsState> clients = new TreeMap<>(state.kafkaStreamsStates(false));
-        Map<TaskId, Double> measured = loads.latest(applicationId).orElseThrow().loads();
         Map<String, ProcessId> byName = new HashMap<>();
         clients.keySet().forEach(p -> byName.put(p.toString(), p));
 

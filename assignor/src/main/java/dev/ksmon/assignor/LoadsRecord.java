@@ -8,8 +8,10 @@ import java.util.Map;
 import org.apache.kafka.streams.processor.TaskId;
 
 /**
- * Reads the loads record, version 1 (documented in the README): key {@code <cluster>/<application id>},
- * value {@code {"version":1,"application_id":"..","measured_at":"<ISO-8601>","tasks":{"0_1":12.5}}}.
+ * Reads the loads record, schema version 1 (documented in the README): key
+ * {@code <cluster>/<application id>}, value
+ * {@code {"schema_version":1,"application_id":"..","measured_at":"<ISO-8601>","tasks":{"0_1":12.5}}}.
+ * {@code schema_version} is a positive integer, as in every ksmon record; this reader understands 1.
  * Anything else is rejected with a one-line reason.
  */
 public final class LoadsRecord {
@@ -36,8 +38,9 @@ public final class LoadsRecord {
         if (!(value instanceof Map<?, ?> top)) {
             throw new MalformedException("loads record is not a JSON object");
         }
-        if (!(top.get("version") instanceof Double v) || v != 1.0) {
-            throw new MalformedException("loads record has version " + top.get("version") + ", expected 1");
+        Object version = top.get("schema_version");
+        if (!(version instanceof Double v) || v != 1.0) {
+            throw new MalformedException("loads record has " + shown(version) + ", expected 1");
         }
         if (!(top.get("application_id") instanceof String app) || app.isEmpty()) {
             throw new MalformedException("loads record has no application_id string");
@@ -65,6 +68,20 @@ public final class LoadsRecord {
             loads.put(id, load);
         }
         return new TaskLoads.Measurement(app, measuredAt, loads);
+    }
+
+    /** How a wrong schema_version reads in a message: 2 rather than 2.0, a string in quotes. */
+    private static String shown(Object version) {
+        if (version == null) {
+            return "no schema_version";
+        }
+        if (version instanceof Double d && d == Math.rint(d) && !d.isInfinite()) {
+            return "schema_version " + d.longValue();
+        }
+        if (version instanceof String text) {
+            return "schema_version \"" + text + "\"";
+        }
+        return "schema_version " + version;
     }
 
     /** The record's key: which cluster and application the loads are for. */

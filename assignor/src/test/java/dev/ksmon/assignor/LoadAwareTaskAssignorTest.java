@@ -116,7 +116,8 @@ class LoadAwareTaskAssignorTest {
     void noLoadSourceFallsBack() {
         LoadAwareTaskAssignor a = new LoadAwareTaskAssignor();
         a.configure(Map.of("application.id", "app"));
-        assertFallsBack(twoHotOnA(false), a, "no load source");
+        assertFallsBack(twoHotOnA(false), a,
+            "no load source configured (" + LoadAwareTaskAssignor.LOADS_FILE_CONFIG + " or " + LoadAwareTaskAssignor.LOADS_TOPIC_CONFIG + ")");
     }
 
     @Test
@@ -164,10 +165,10 @@ class LoadAwareTaskAssignorTest {
     @Test
     void malformedLoadsFileFallsBack(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
         java.nio.file.Path file = dir.resolve("loads.json");
-        java.nio.file.Files.writeString(file, "{\"version\":2}");
+        java.nio.file.Files.writeString(file, "{\"schema_version\":2}");
         LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(null, CLOCK);
         a.configure(Map.of("application.id", "app", LoadAwareTaskAssignor.LOADS_FILE_CONFIG, file.toString()));
-        assertFallsBack(twoHotOnA(false), a, "expected 1");
+        assertFallsBack(twoHotOnA(false), a, "schema_version 2, expected 1");
     }
 
     @Test

@@ -15,9 +15,9 @@ import org.junit.jupiter.api.Test;
 class LoadsRecordTest {
 
     @Test
-    void aVersionOneRecordIsRead() throws Exception {
+    void aSchemaVersionOneRecordIsRead() throws Exception {
         TaskLoads.Measurement m = LoadsRecord.parse(
-            "{\"version\": 1, \"application_id\": \"app\", \"measured_at\": \"2026-01-01T00:00:00Z\","
+            "{\"schema_version\": 1, \"application_id\": \"app\", \"measured_at\": \"2026-01-01T00:00:00Z\","
                 + " \"tasks\": {\"0_1\": 12.5, \"1_0\": 0}}");
         assertEquals("app", m.applicationId());
         assertEquals(Instant.parse("2026-01-01T00:00:00Z"), m.measuredAt());
@@ -30,13 +30,15 @@ class LoadsRecordTest {
     @CsvSource(delimiter = '|', value = {
         "not json at all|not JSON",
         "[1]|not a JSON object",
-        "{\"version\":2}|expected 1",
-        "{\"version\":1,\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{}}|application_id",
-        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"yesterday\",\"tasks\":{}}|ISO-8601",
-        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\"}|no tasks",
-        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"x\":1}}|task id x",
-        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"0_0\":-1}}|>= 0",
-        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"0_0\":\"5\"}}|>= 0",
+        "{\"schema_version\":2}|loads record has schema_version 2, expected 1",
+        "{\"schema_version\":\"1\"}|schema_version \"1\", expected 1",
+        "{\"version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{}}|no schema_version, expected 1",
+        "{\"schema_version\":1,\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{}}|application_id",
+        "{\"schema_version\":1,\"application_id\":\"a\",\"measured_at\":\"yesterday\",\"tasks\":{}}|ISO-8601",
+        "{\"schema_version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\"}|no tasks",
+        "{\"schema_version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"x\":1}}|task id x",
+        "{\"schema_version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"0_0\":-1}}|>= 0",
+        "{\"schema_version\":1,\"application_id\":\"a\",\"measured_at\":\"2026-01-01T00:00:00Z\",\"tasks\":{\"0_0\":\"5\"}}|>= 0",
     })
     void aMalformedRecordIsRefusedWithItsReason(String json, String reason) {
         LoadsRecord.MalformedException e = assertThrows(LoadsRecord.MalformedException.class, () -> LoadsRecord.parse(json));

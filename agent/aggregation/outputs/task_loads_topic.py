@@ -1,0 +1,76 @@
+"""The task loads topic: the job publishes each Kafka Streams application's latest
+per-task loads, and the load-aware task assignor (assignor/) reads them when it
+assigns. No Spark here.
+
+One ``TaskLoads`` record per application, keyed ``<cluster>/<application id>``, on a
+compacted topic, so the latest per application is what stays. After each micro-batch,
+the applications whose newest judged poll moved on are published again. Loads are
+advice: an assignor without fresh ones falls back to Kafka Streams' own, so a failure
+here never fails a batch; it is said once and tried again with the next batch.
+"""
+
+import logging
+from collections.abc import Iterable, Mapping
+
+from agent.aggregation.judging.board import GroupTaskRates
+from agent.aggregation.outputs.topics import TopicToCreate, TopicWriter
+from agent.errors import described
+from agent.model.task_loads import TaskLoads
+
+log = logging.getLogger(__name__)
+
+_TOPIC_CONFIGS = {"cleanup.policy": "compact"}
+_SEND_SECONDS = 10.0  # a batch waits this long at most for the loads to be delivered
+
+
+class TaskLoadsPublisher:
+    def __init__(
+        self, settings: Mapping[str, object], topic: str, create: TopicToCreate | None = None
+    ) -> None:
+        self.writer = TopicWriter(
+            settings,
+            topic,
+            create,
+            configs=_TOPIC_CONFIGS,
+            what="task loads topic",
+            producer_settings={"acks": "all"},
+        )
+        self._published: dict[tuple[str, str], float] = {}  # poll time published, per group
+        self._failing = False
+
+    @property
+    def topic(self) -> str:
+        return self.writer.topic
+
+    def publish(self, groups: Iterable[GroupTaskRates]) -> int:
+        """Publish the loads newer than those already published; how many were. Never
+        raises: a failure is logged (once until publishing works again)."""
+        fresh = [g for g in groups if g.t > self._published.get((g.cluster, g.group), -1.0)]
+        if not fresh:
+            return 0
+        records = [
+            (TaskLoads.key_of(g.cluster, g.group), TaskLoads.of(g.group, g.t, g.rates).to_json())
+            for g in fresh
+        ]
+        try:
+            self.writer.ensure_topic()
+            self.writer.send_all(records, timeout=_SEND_SECONDS)
+        except Exception as e:  # noqa: BLE001 - advice only: said, retried, never fatal
+            if not self._failing:
+                log.warning(
+                    "cannot publish task loads to %s (the assignor falls back until it "
+                    "works; tried again each batch): %s",
+                    self.topic,
+                    described(e),
+                )
+            self._failing = True
+            return 0
+        if self._failing:
+            log.info("task loads topic %s: publishing again", self.topic)
+            self._failing = False
+        for g in fresh:
+            self._published[(g.cluster, g.group)] = g.t
+        return len(fresh)
+
+    def close(self) -> None:
+        self.writer.close()
