@@ -3,6 +3,7 @@ package dev.ksmon.assignor;
 import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -50,9 +51,25 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
     /** The relative gain in busiest-instance load that justifies moving a stateful task. */
     public static final String STATEFUL_GAIN_CONFIG = "ksmon.assignor.stateful.min.gain";
 
+    /** The relative drop in the busiest instance's load that load-driven moves must bring. */
+    public static final String MIN_IMPROVEMENT_CONFIG = "ksmon.assignor.min.improvement";
+    /** How long after load-driven moves no further load-driven moves are made. */
+    public static final String COOLDOWN_CONFIG = "ksmon.assignor.cooldown.ms";
+    /** At most this many active tasks are moved for load in one rebalance. */
+    public static final String MAX_MOVES_CONFIG = "ksmon.assignor.max.moves";
+    /** How long after a rebalance that left the group unbalanced the assignor asks for another (0: never). */
+    public static final String RECHECK_INTERVAL_CONFIG = "ksmon.assignor.recheck.interval.ms";
+
     static final Duration DEFAULT_MAX_AGE = Duration.ofMinutes(5);
     static final Duration DEFAULT_READ_TIMEOUT = Duration.ofMillis(2000);
     static final double DEFAULT_STATEFUL_GAIN = 0.10;
+    static final double DEFAULT_MIN_IMPROVEMENT = 0.10;
+    static final Duration DEFAULT_COOLDOWN = Duration.ofMinutes(5);
+    static final int DEFAULT_MAX_MOVES = 4;
+    static final Duration DEFAULT_RECHECK_INTERVAL = Duration.ofMinutes(10);
+
+    /** The lag Kafka Streams reports for an active task that is running (caught up). */
+    private static final long LAG_RUNNING = -2;
 
     private static final Logger LOG = LoggerFactory.getLogger(LoadAwareTaskAssignor.class);
 
@@ -61,6 +78,12 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
     private String applicationId;
     private Duration maxAge = DEFAULT_MAX_AGE;
     private double statefulGain = DEFAULT_STATEFUL_GAIN;
+    private double minImprovement = DEFAULT_MIN_IMPROVEMENT;
+    private Duration cooldown = DEFAULT_COOLDOWN;
+    private int maxMoves = DEFAULT_MAX_MOVES;
+    private Duration recheckInterval = DEFAULT_RECHECK_INTERVAL;
+    /** When this instance last moved tasks for load (null: not yet); the leader keeps it across rebalances. */
+    private Instant lastLoadMoves;
     private String lastDecision = "not assigned yet";
 
     /** The constructor Kafka Streams uses; the loads come from {@link #LOADS_FILE_CONFIG} or {@link #LOADS_TOPIC_CONFIG}. */
@@ -113,6 +136,26 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         Object gain = configs.get(STATEFUL_GAIN_CONFIG);
         if (gain != null) {
             statefulGain = number(STATEFUL_GAIN_CONFIG, gain, "a fraction >= 0, such as 0.10");
+        }
+        Object improvement = configs.get(MIN_IMPROVEMENT_CONFIG);
+        if (improvement != null) {
+            minImprovement = number(MIN_IMPROVEMENT_CONFIG, improvement, "a fraction >= 0 and < 1, such as 0.10");
+            if (minImprovement >= 1) {
+                throw new ConfigException(MIN_IMPROVEMENT_CONFIG + " is " + improvement + "; expected a fraction >= 0 and < 1, such as 0.10");
+            }
+        }
+        Object pause = configs.get(COOLDOWN_CONFIG);
+        if (pause != null) {
+            cooldown = Duration.ofMillis(wholeNumber(COOLDOWN_CONFIG, pause, 0, "a whole number of milliseconds >= 0"));
+        }
+        Object budget = configs.get(MAX_MOVES_CONFIG);
+        if (budget != null) {
+            maxMoves = (int) Math.min(Integer.MAX_VALUE, wholeNumber(MAX_MOVES_CONFIG, budget, 1, "a whole number of tasks >= 1"));
+        }
+        Object recheck = configs.get(RECHECK_INTERVAL_CONFIG);
+        if (recheck != null) {
+            recheckInterval = Duration.ofMillis(wholeNumber(RECHECK_INTERVAL_CONFIG, recheck, 0,
+                "a whole number of milliseconds >= 0 (0: never)"));
         }
     }
 
@@ -168,6 +211,18 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         throw new ConfigException(key + " is " + value + "; expected a whole number of milliseconds > 0");
     }
 
+    private static long wholeNumber(String key, Object value, long least, String expected) {
+        try {
+            long n = Long.parseLong(value.toString().trim());
+            if (n >= least) {
+                return n;
+            }
+        } catch (NumberFormatException e) {
+            // reported below with the key
+        }
+        throw new ConfigException(key + " is " + value + "; expected " + expected);
+    }
+
     private static double number(String key, Object value, String expected) {
         try {
             double n = Double.parseDouble(value.toString().trim());
@@ -180,7 +235,10 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
         throw new ConfigException(key + " is " + value + "; expected " + expected);
     }
 
-    /** What the last rebalance did: "load-aware: ..." or "fallback: <why>". */
+    /**
+     * What the last rebalance did, as its log line says it: "load-aware: placed by load: ...",
+     * "load-aware: kept the placement for load (why): ..." or "fallback: <why>".
+     */
     public String lastDecision() {
         return lastDecision;
     }
@@ -199,7 +257,7 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
                 if (refused.isEmpty()) {
                     TaskAssignment done = place(state, latest.get().loads());
                     Validity.check(state, done);
-                    LOG.info("ksmon load-aware assignor placed {} tasks by load: {}", state.allTasks().size(), lastDecision);
+                    LOG.info("ksmon load-aware assignor placed {} tasks: {}", state.allTasks().size(), lastDecision);
                     return done;
                 }
             }
@@ -256,47 +314,103 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
     }
 
     private TaskAssignment place(ApplicationState state, Map<TaskId, Double> measured) {
+        Instant now = clock.instant();
         Map<ProcessId, KafkaStreamsState> clients = new TreeMap<>(state.kafkaStreamsStates(false));
         Map<String, ProcessId> byName = new HashMap<>();
         clients.keySet().forEach(p -> byName.put(p.toString(), p));
 
         Map<String, Double> load = new HashMap<>();
         Map<String, TaskId> taskByName = new HashMap<>();
-        for (TaskId t : state.allTasks().keySet()) {
-            load.put(t.toString(), measured.get(t));
-            taskByName.put(t.toString(), t);
+        Set<String> stateful = new HashSet<>();
+        for (Map.Entry<TaskId, TaskInfo> e : state.allTasks().entrySet()) {
+            String t = e.getKey().toString();
+            load.put(t, measured.get(e.getKey()));
+            taskByName.put(t, e.getKey());
+            if (e.getValue().isStateful()) {
+                stateful.add(t);
+            }
         }
-        Map<String, String> current = new HashMap<>();
+        Map<String, String> previous = new HashMap<>();
         for (KafkaStreamsState c : clients.values()) {
             for (TaskId t : c.previousActiveTasks()) {
                 if (taskByName.containsKey(t.toString())) {
-                    current.putIfAbsent(t.toString(), c.processId().toString());
+                    previous.putIfAbsent(t.toString(), c.processId().toString());
                 }
             }
         }
         List<String> instances = new ArrayList<>(byName.keySet());
-        Balancer free = new Balancer(load, instances, current, Map.of());
-        Map<String, String> placement = free.solve();
 
-        // State is costly to move: unless the gain is large, stateful tasks stay where it is.
+        // What membership forces (tasks of gone instances, new tasks, new instances' share): never held back.
+        Map<String, String> kept = LoadMoves.membership(load, instances, previous, stateful);
+        int forMembership = LoadMoves.moves(previous, kept).size();
+
+        // The best placement by load, starting from there.
+        Balancer balancer = new Balancer(load, instances, kept, Map.of());
+        Map<String, String> best = balancer.solve();
+        double before = balancer.busiest(kept);
+        String statefulNote = "";
+        // State is costly to move: unless the gain is large, stateful tasks stay where they are.
         Map<String, String> pinned = new HashMap<>();
-        for (Map.Entry<TaskId, TaskInfo> e : state.allTasks().entrySet()) {
-            String t = e.getKey().toString();
-            if (e.getValue().isStateful() && current.containsKey(t)) {
-                pinned.put(t, current.get(t));
+        boolean movesState = false;
+        for (String t : stateful) {
+            pinned.put(t, kept.get(t));
+            movesState |= !kept.get(t).equals(best.get(t));
+        }
+        if (movesState) {
+            double statefulDrop = LoadMoves.drop(before, balancer.busiest(best));
+            if (statefulDrop < statefulGain) {
+                best = new Balancer(load, instances, kept, pinned).solve();
+                statefulNote = ", stateful tasks kept (gain " + percent(statefulDrop) + " < " + percent(statefulGain) + ")";
             }
         }
-        boolean movesState = pinned.entrySet().stream().anyMatch(p -> !p.getValue().equals(placement.get(p.getKey())));
-        Map<String, String> chosen = placement;
-        String how = "load-aware";
-        if (movesState) {
-            double before = free.busiest(free.asIs());
-            double after = free.busiest(placement);
-            double gain = before > 0 ? (before - after) / before : 0;
-            if (gain < statefulGain) {
-                chosen = new Balancer(load, instances, current, pinned).solve();
-                how = "load-aware, stateful tasks kept (gain " + Math.round(gain * 100) + " % < " + Math.round(statefulGain * 100) + " %)";
+        double reachable = balancer.busiest(best);
+        List<String> wanted = LoadMoves.moves(kept, best);
+        double gain = LoadMoves.drop(before, reachable);
+
+        // The guard rails, in turn; the first that holds keeps the placement for load.
+        Map<String, String> chosen = kept;
+        String held = null;
+        Instant followup = null;
+        boolean noFollowup = false;
+        Instant coolsAt = lastLoadMoves == null ? null : lastLoadMoves.plus(cooldown);
+        if (wanted.isEmpty()) {
+            held = "balanced: no load-driven move lowers the busiest instance";
+        } else if (gain < minImprovement) {
+            held = "the best placement lowers the busiest instance by only " + percent(gain)
+                + ", below the minimum improvement of " + percent(minImprovement);
+        } else if (coolsAt != null && now.isBefore(coolsAt)) {
+            held = "cool-down after the load-driven moves at " + lastLoadMoves + " until " + coolsAt;
+            followup = coolsAt;
+        } else {
+            List<String> restoring = restoring(state);
+            if (!restoring.isEmpty()) {
+                held = "tasks restoring: " + String.join(", ", restoring);
+            } else {
+                Map<String, String> partial = LoadMoves.firstMoves(load, instances, kept, best, maxMoves);
+                if (wanted.size() <= maxMoves) {
+                    chosen = best;
+                } else if (balancer.busiest(partial) < before) {
+                    chosen = partial;
+                    followup = now.plus(cooldown);
+                } else {
+                    held = "the first " + maxMoves + " of the " + wanted.size() + " moves the best placement needs"
+                        + " (" + MAX_MOVES_CONFIG + ") do not lower the busiest instance";
+                    noFollowup = true;
+                }
             }
+        }
+        List<String> moved = LoadMoves.moves(kept, chosen);
+        if (!moved.isEmpty()) {
+            lastLoadMoves = now;
+        }
+
+        // Ask for a follow-up only while the group is still worse than it could be by the minimum improvement.
+        double after = balancer.busiest(chosen);
+        boolean worthIt = after > reachable && LoadMoves.drop(after, reachable) >= minImprovement;
+        if (!worthIt || noFollowup) {
+            followup = null;
+        } else if (followup == null && !recheckInterval.isZero()) {
+            followup = now.plus(recheckInterval);
         }
 
         Map<ProcessId, KafkaStreamsAssignment> out = new TreeMap<>();
@@ -311,8 +425,69 @@ public class LoadAwareTaskAssignor implements TaskAssignor {
             out.get(p).assignTask(new AssignedTask(t, AssignedTask.Type.ACTIVE));
         }
         Standbys.place(state, clients, activeOf, out);
-        lastDecision = how + ": busiest instance " + free.busiest(free.asIs()) + " -> " + free.busiest(chosen) + " records/s";
+        if (followup != null) {
+            // Every client gets the deadline: the first to reach it rebalances the group, and one
+            // that leaves meanwhile does not take the follow-up with it.
+            for (Map.Entry<ProcessId, KafkaStreamsAssignment> e : out.entrySet()) {
+                e.setValue(e.getValue().withFollowupRebalance(followup));
+            }
+        }
+
+        String what = held == null ? "placed by load" : "kept the placement for load (" + held + ")";
+        what += statefulNote + ": busiest instance " + balancer.busiest(previousOrKept(previous, kept)) + " -> " + after + " records/s";
+        if (moved.size() < wanted.size()) {
+            what += " (" + reachable + " reachable with " + count(wanted.size()) + " moved"
+                + (held == null ? ", at most " + maxMoves + " per rebalance (" + MAX_MOVES_CONFIG + ")" : "") + ")";
+        }
+        lastDecision = "load-aware: " + what + ", " + count(moved.size()) + " moved for load, " + count(forMembership)
+            + " placed for membership; follow-up " + (followup == null ? "none" : "at " + followup);
         return new TaskAssignment(out.values());
+    }
+
+    /** The previous placement where it covers every task, else the one membership forces (for the "before" load). */
+    private static Map<String, String> previousOrKept(Map<String, String> previous, Map<String, String> kept) {
+        return previous.keySet().containsAll(kept.keySet()) ? previous : kept;
+    }
+
+    private static String count(int tasks) {
+        return tasks == 1 ? "1 task" : tasks + " tasks";
+    }
+
+    private static String percent(double fraction) {
+        return Math.round(fraction * 100) + " %";
+    }
+
+    /**
+     * Stateful tasks whose active copy is not caught up on the client that ran it (restoring, or
+     * its lag unknown), as "1_0 on <process id> (lag 1234)". Lags are asked for only when the
+     * topology has stateful tasks. Standbys are not looked at: they trail their active by design.
+     */
+    private static List<String> restoring(ApplicationState state) {
+        boolean anyStateful = state.allTasks().values().stream().anyMatch(TaskInfo::isStateful);
+        if (!anyStateful) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        for (KafkaStreamsState c : new TreeMap<>(state.kafkaStreamsStates(true)).values()) {
+            for (TaskId t : c.previousActiveTasks()) {
+                TaskInfo info = state.allTasks().get(t);
+                if (info == null || !info.isStateful()) {
+                    continue;
+                }
+                String lag;
+                try {
+                    long n = c.lagFor(t);
+                    if (n == 0 || n == LAG_RUNNING) {
+                        continue;
+                    }
+                    lag = n > 0 ? "lag " + n : "lag unknown";
+                } catch (RuntimeException e) {
+                    lag = "lag unknown";
+                }
+                out.add(t + " on " + c.processId() + " (" + lag + ")");
+            }
+        }
+        return out;
     }
 
     /** Standby replicas: never with their active, on another rack where there is one, near their state. */

@@ -40,12 +40,18 @@ final class FakeState implements ApplicationState {
     FakeState client(String name, int threads, String rack, Set<String> active, Set<String> standby) {
         ProcessId p = pid(name);
         names.put(name, p);
-        clients.put(p, new Client(p, threads, Optional.ofNullable(rack), ids(active), ids(standby)));
+        clients.put(p, new Client(p, threads, Optional.ofNullable(rack), ids(active), ids(standby), new HashMap<>()));
+        return this;
+    }
+
+    /** The client reports {@code lag} for {@code task} (a lag above 0: the task is restoring there). */
+    FakeState lag(String client, String task, long lag) {
+        ((Client) clients.get(pid(client))).lags().put(TaskId.parse(task), lag);
         return this;
     }
 
     FakeState clientWithoutProcessId(String name) {
-        clients.put(pid(name), new Client(null, 1, Optional.empty(), new TreeSet<>(), new TreeSet<>()));
+        clients.put(pid(name), new Client(null, 1, Optional.empty(), new TreeSet<>(), new TreeSet<>(), new HashMap<>()));
         return this;
     }
 
@@ -83,7 +89,8 @@ final class FakeState implements ApplicationState {
     }
 
     record Client(ProcessId processId, int numProcessingThreads, Optional<String> rackId,
-                  SortedSet<TaskId> previousActiveTasks, SortedSet<TaskId> previousStandbyTasks)
+                  SortedSet<TaskId> previousActiveTasks, SortedSet<TaskId> previousStandbyTasks,
+                  Map<TaskId, Long> lags)
         implements KafkaStreamsState {
         @Override
         public SortedSet<String> consumerClientIds() {
@@ -96,6 +103,9 @@ final class FakeState implements ApplicationState {
 
         @Override
         public long lagFor(TaskId task) {
+            if (lags.containsKey(task)) {
+                return lags.get(task);
+            }
             return previousActiveTasks.contains(task) ? 0 : 100;
         }
 
