@@ -8,11 +8,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.Map;
@@ -27,32 +24,12 @@ import org.junit.jupiter.api.Test;
 /** Follow-up rebalances and the guard rails against churn: minimum improvement, cool-down, move cap, restoring. */
 class GuardRailsTest {
 
-    /** A clock the test moves by hand; the loads stay measured 30 s before each "now". */
-    static final class TestClock extends Clock {
-        Instant now = NOW;
-
-        @Override
-        public Instant instant() {
-            return now;
-        }
-
-        @Override
-        public ZoneId getZone() {
-            return ZoneOffset.UTC;
-        }
-
-        @Override
-        public Clock withZone(ZoneId zone) {
-            return this;
-        }
-    }
-
     /** Loads whose measurement time follows the clock, so they never grow stale in these tests. */
-    static TaskLoads loadsAt(TestClock clock, Map<String, Double> loads) {
+    static TaskLoads loadsAt(ManualClock clock, Map<String, Double> loads) {
         return app -> new FakeLoads("app", clock.now.minusSeconds(30), loads).latest(app);
     }
 
-    static LoadAwareTaskAssignor assignor(TestClock clock, Map<String, Double> loads, Map<String, String> settings) {
+    static LoadAwareTaskAssignor assignor(ManualClock clock, Map<String, Double> loads, Map<String, String> settings) {
         LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(loadsAt(clock, loads), clock);
         Map<String, Object> configs = new HashMap<>(settings);
         configs.put("application.id", "app");
@@ -78,7 +55,7 @@ class GuardRailsTest {
 
     @Test
     void aBalancedGroupGetsNoFollowup() {
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         FakeState state = twoHotOnA(false);
         LoadAwareTaskAssignor a = assignor(clock, Map.of("0_0", 50.0, "0_1", 10.0, "0_2", 50.0, "0_3", 10.0), Map.of());
         for (int round = 0; round < 3; round++) {
@@ -94,7 +71,7 @@ class GuardRailsTest {
     @Test
     void theMoveCapLimitsLoadMovesAndSchedulesAFollowupThatFinishesTheJob() {
         // Ten tasks of 10 records/s on A, an idle one on B: the best placement needs five moves.
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         Map<String, Double> loads = new HashMap<>();
         FakeState state = new FakeState().task("1_0", false);
         Set<String> onA = new HashSet<>();
@@ -135,7 +112,7 @@ class GuardRailsTest {
 
     @Test
     void aSmallerMoveCapIsHonoured() {
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         FakeState state = new FakeState()
             .task("0_0", false).task("0_1", false).task("0_2", false).task("0_3", false).task("0_4", false).task("0_5", false)
             .client("A", 1, null, Set.of("0_0", "0_1", "0_2", "0_3"), Set.of())
@@ -152,7 +129,7 @@ class GuardRailsTest {
 
     @Test
     void withinTheCooldownNoLoadMovesHappenAndTheFollowupIsAtItsEnd() {
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         LoadAwareTaskAssignor a = assignor(clock, HOT, Map.of());
         FakeState state = twoHotOnA(false);
         Map<String, String> first = actives(state, a.assign(state));
@@ -182,14 +159,14 @@ class GuardRailsTest {
         // Swapping 0_1 and 0_3 would lower the busiest instance from 110 to 100: 9 %, under 10 %.
         Map<String, Double> loads = Map.of("0_0", 60.0, "0_1", 50.0, "0_2", 50.0, "0_3", 40.0);
         FakeState state = twoHotOnA(false);
-        LoadAwareTaskAssignor a = assignor(new TestClock(), loads, Map.of());
+        LoadAwareTaskAssignor a = assignor(ManualClock.at(NOW), loads, Map.of());
         TaskAssignment done = a.assign(state);
         assertEquals(TWO_HOT_ON_A, actives(state, done), a.lastDecision());
         assertEquals(Optional.empty(), followup(done), a.lastDecision());
         assertTrue(a.lastDecision().contains("lowers the busiest instance by only 9 %, below the minimum improvement of 10 %"),
             a.lastDecision());
 
-        LoadAwareTaskAssignor eager = assignor(new TestClock(), loads, Map.of(LoadAwareTaskAssignor.MIN_IMPROVEMENT_CONFIG, "0.05"));
+        LoadAwareTaskAssignor eager = assignor(ManualClock.at(NOW), loads, Map.of(LoadAwareTaskAssignor.MIN_IMPROVEMENT_CONFIG, "0.05"));
         TaskAssignment moved = eager.assign(state);
         assertTrue(moved(TWO_HOT_ON_A, actives(state, moved)) > 0, eager.lastDecision());
         assertTrue(eager.lastDecision().startsWith("load-aware: placed by load: busiest instance 110.0 -> 100.0"), eager.lastDecision());
@@ -198,7 +175,7 @@ class GuardRailsTest {
     @Test
     void restoringTasksHoldLoadMovesBackUntilTheRecheck() {
         FakeState state = twoHotOnA(true).lag("B", "0_2", 500);
-        LoadAwareTaskAssignor a = assignor(new TestClock(), HOT, Map.of());
+        LoadAwareTaskAssignor a = assignor(ManualClock.at(NOW), HOT, Map.of());
         TaskAssignment done = a.assign(state);
         Validity.check(state, done);
         assertEquals(TWO_HOT_ON_A, actives(state, done), a.lastDecision());
@@ -208,7 +185,7 @@ class GuardRailsTest {
 
         // A lag Kafka Streams does not know counts as not caught up; with the re-check off, no follow-up.
         FakeState unknown = twoHotOnA(true).lag("A", "0_0", -3);
-        LoadAwareTaskAssignor never = assignor(new TestClock(), HOT, Map.of(LoadAwareTaskAssignor.RECHECK_INTERVAL_CONFIG, "0"));
+        LoadAwareTaskAssignor never = assignor(ManualClock.at(NOW), HOT, Map.of(LoadAwareTaskAssignor.RECHECK_INTERVAL_CONFIG, "0"));
         TaskAssignment held = never.assign(unknown);
         assertEquals(TWO_HOT_ON_A, actives(unknown, held), never.lastDecision());
         assertTrue(never.lastDecision().contains("(lag unknown)"), never.lastDecision());
@@ -216,13 +193,13 @@ class GuardRailsTest {
 
         // Running tasks (lag -2, as Kafka Streams reports them) are caught up: the move is made.
         FakeState running = twoHotOnA(true).lag("A", "0_0", -2).lag("A", "0_1", -2);
-        LoadAwareTaskAssignor b = assignor(new TestClock(), HOT, Map.of());
+        LoadAwareTaskAssignor b = assignor(ManualClock.at(NOW), HOT, Map.of());
         assertEquals(1, moved(TWO_HOT_ON_A, actives(running, b.assign(running))), b.lastDecision());
     }
 
     @Test
     void membershipChangesAssignEveryTaskWhateverTheGuardRails() {
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         LoadAwareTaskAssignor a = assignor(clock, HOT, Map.of(LoadAwareTaskAssignor.MAX_MOVES_CONFIG, "1"));
         a.assign(twoHotOnA(false));
         clock.now = NOW.plus(Duration.ofMinutes(1));
@@ -265,7 +242,7 @@ class GuardRailsTest {
             assertEquals(Optional.empty(), followup(done), falling.lastDecision());
         }
         // Loads that stop being trusted during the cool-down that held moves back: no follow-up either.
-        TestClock clock = new TestClock();
+        ManualClock clock = ManualClock.at(NOW);
         Map<String, Double> loads = new HashMap<>(HOT);
         LoadAwareTaskAssignor a = assignor(clock, loads, Map.of());
         a.assign(twoHotOnA(false));
@@ -286,13 +263,13 @@ class GuardRailsTest {
             LoadAwareTaskAssignor.RECHECK_INTERVAL_CONFIG, "ten minutes");
         for (Map.Entry<String, String> e : bad.entrySet()) {
             for (String value : new String[] {e.getValue(), "lots", "-0.5"}) {
-                LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(null, new TestClock());
+                LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(null, ManualClock.at(NOW));
                 ConfigException thrown = assertThrows(ConfigException.class, () -> a.configure(Map.of(e.getKey(), value)),
                     e.getKey() + "=" + value);
                 assertTrue(thrown.getMessage().contains(e.getKey()), thrown.getMessage());
             }
         }
-        LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(null, new TestClock());
+        LoadAwareTaskAssignor a = new LoadAwareTaskAssignor(null, ManualClock.at(NOW));
         a.configure(Map.of(LoadAwareTaskAssignor.MIN_IMPROVEMENT_CONFIG, "0",
             LoadAwareTaskAssignor.COOLDOWN_CONFIG, "0",
             LoadAwareTaskAssignor.MAX_MOVES_CONFIG, "1",

@@ -10,8 +10,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.ZoneId;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -69,29 +67,6 @@ class TopicTaskLoadsTest {
 
     static TopicTaskLoads reading(Consumer<String, String> consumer) {
         return new TopicTaskLoads(TOPIC, "prod", () -> consumer, BUDGET, Clock.systemUTC());
-    }
-
-    /** A clock that moves on by {@code step} each time it is read, so a budget runs out without waiting. */
-    static Clock ticking(Duration step) {
-        return new Clock() {
-            private Instant now = Instant.parse("2026-01-01T00:00:00Z");
-
-            @Override
-            public ZoneId getZone() {
-                return ZoneOffset.UTC;
-            }
-
-            @Override
-            public Clock withZone(ZoneId zone) {
-                return this;
-            }
-
-            @Override
-            public Instant instant() {
-                now = now.plus(step);
-                return now;
-            }
-        };
     }
 
     @Test
@@ -170,7 +145,7 @@ class TopicTaskLoadsTest {
             record(0, 0, "prod/app", value("app", "2026-01-01T00:00:00Z", 1.0)),
             record(0, 1, "prod/other", value("other", "2026-01-01T00:00:00Z", 1.0))));
         consumer.updateEndOffsets(Map.of(new TopicPartition(TOPIC, 0), 10L));
-        TopicTaskLoads loads = new TopicTaskLoads(TOPIC, "prod", () -> consumer, BUDGET, ticking(Duration.ofMillis(100)));
+        TopicTaskLoads loads = new TopicTaskLoads(TOPIC, "prod", () -> consumer, BUDGET, ManualClock.ticking(Duration.ofMillis(100)));
         Exception e = assertThrows(IllegalStateException.class, () -> loads.latest("app"));
         assertEquals("loads topic ksmon.task-loads not read to its end within 2000 ms", e.getMessage());
         assertTrue(consumer.closed());
@@ -238,7 +213,7 @@ class TopicTaskLoadsTest {
     void theAssignorFallsBackOnATimeout() {
         MockConsumer<String, String> consumer = topic(1, List.of());
         consumer.updateEndOffsets(Map.of(new TopicPartition(TOPIC, 0), 3L));
-        LoadAwareTaskAssignor a = assignor(new TopicTaskLoads(TOPIC, "prod", () -> consumer, BUDGET, ticking(Duration.ofMillis(500))));
+        LoadAwareTaskAssignor a = assignor(new TopicTaskLoads(TOPIC, "prod", () -> consumer, BUDGET, ManualClock.ticking(Duration.ofMillis(500))));
         FakeState state = LoadAwareTaskAssignorTest.twoHotOnA(false);
         Validity.check(state, a.assign(state));
         assertEquals("fallback: cannot place by load: loads topic ksmon.task-loads not read to its end within 2000 ms", a.lastDecision());
