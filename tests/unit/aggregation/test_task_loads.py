@@ -9,7 +9,7 @@ from agent.aggregation.judging.board import Board, GroupTaskRates
 from agent.aggregation.judging.bucket import SeriesGauges
 from agent.aggregation.judging.results import TASK_RATE, THREAD_LOAD
 from agent.aggregation.judging.rules.base import Gauge
-from agent.aggregation.outputs.task_loads_topic import TaskLoadsPublisher
+from agent.aggregation.outputs.task_loads_topic import RETRY_AFTER, TaskLoadsPublisher
 from agent.aggregation.outputs.topics import TopicToCreate
 from agent.embedded.ports import free_port
 from agent.model.records import NewerSchemaError, RecordError
@@ -74,12 +74,23 @@ def test_a_record_of_a_newer_version_is_not_guessed_at() -> None:
 def test_a_publisher_whose_cluster_is_away_says_so_once_and_never_raises(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """Nothing listens on the port: the publish fails, is said once, and is not tried
+    again (holding a batch up for the client's timeouts) until RETRY_AFTER has passed."""
     settings = {"bootstrap_servers": f"127.0.0.1:{free_port()}", "request_timeout_ms": 1000}
-    publisher = TaskLoadsPublisher(settings, "ksmon.task-loads", TopicToCreate(1, -1))
+    now = [0.0]
+    publisher = TaskLoadsPublisher(
+        settings, "ksmon.task-loads", TopicToCreate(1, -1), clock=lambda: now[0]
+    )
     loads = [GroupTaskRates("local", "app", 10.0, {"0_0": 1.0})]
     with caplog.at_level(logging.WARNING):
         assert publisher.publish(loads) == 0
+        tried = len(caplog.records)
+        now[0] = RETRY_AFTER - 1
         assert publisher.publish([GroupTaskRates("local", "app", 20.0, {"0_0": 1.0})]) == 0
+        assert len(caplog.records) == tried, "not tried again before RETRY_AFTER"
+        now[0] = RETRY_AFTER
+        assert publisher.publish([GroupTaskRates("local", "app", 30.0, {"0_0": 1.0})]) == 0
+        assert len(caplog.records) > tried, "tried again (the client logs its attempts)"
     publisher.close()
     warnings = [
         r.getMessage()
