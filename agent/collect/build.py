@@ -41,7 +41,6 @@ from agent.model import (
     SubtopologyInfo,
     TopicInfo,
 )
-from agent.model.records import quick_constructor
 from agent.streams.internal_topics import (
     InternalTopicKind,
     changelog_store_name,
@@ -343,29 +342,25 @@ def _partitions(
         estimate = estimate_of(key, offset, now) if offset is not None else None
         metadata_topic = topics.get(topic)
         leaders = metadata_topic.leaders if metadata_topic else ()
-        # Every field, in PartitionInfo's order: a poll makes 20,000, and ``new_partition``
-        # makes them much faster than PartitionInfo(...) (test_partition_rows
-        # proves every field lands in its place).
         rows.append(
-            new_partition(
-                topic,
-                partition,
-                leo,  # log_end_offset
-                start.offset if start else None,  # log_start_offset
-                offset,  # committed_offset
-                lag,
-                estimate.seconds if estimate is not None else None,  # lag_seconds
-                owners.get(key),  # owner_member_id
-                _stream_time(metadata) if streams else None,  # stream_time_ms
-                leaders[partition] if partition < len(leaders) else None,  # leader_id
-                estimate is not None and estimate.lower_bound,  # lag_seconds_lower_bound
+            PartitionInfo(
+                topic=topic,
+                partition=partition,
+                log_end_offset=leo,
+                log_start_offset=start.offset if start else None,
+                committed_offset=offset,
+                lag=lag,
+                lag_seconds=estimate.seconds if estimate is not None else None,
+                owner_member_id=owners.get(key),
+                stream_time_ms=_stream_time(metadata) if streams else None,
+                leader_id=leaders[partition] if partition < len(leaders) else None,
+                lag_seconds_lower_bound=estimate is not None and estimate.lower_bound,
             )
         )
     return tuple(rows)
 
 
 _NOT_COMMITTED = (None, None)
-new_partition = quick_constructor(PartitionInfo)
 
 
 def _stream_time(metadata: str | None) -> int | None:

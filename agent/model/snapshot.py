@@ -9,9 +9,9 @@ Times are Unix seconds (float) unless a name ends in ``_ms``; offsets are
 Kafka offsets (int). ``None`` means unknown, never zero.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from agent.model.records import OMIT_WHEN_DEFAULT, decode_versioned, from_plain, to_json_bytes
+from agent.model.records import decode_versioned, from_plain, to_json_bytes
 
 SCHEMA_VERSION = 1
 
@@ -165,9 +165,8 @@ class PartitionInfo:
     leader_id: int | None = None
     # Added with broker dating (optional: older readers ignore it, older snapshots lack
     # it): True when lag_seconds is only a lower bound (the record is older than
-    # anything the agent or the broker could date), not a measurement. Written only
-    # when true (20,000 partitions a poll would carry it for nothing).
-    lag_seconds_lower_bound: bool = field(default=False, metadata=OMIT_WHEN_DEFAULT)
+    # anything the agent or the broker could date), not a measurement.
+    lag_seconds_lower_bound: bool = False
 
 
 @dataclass(frozen=True, slots=True)
