@@ -36,9 +36,9 @@ def best_of(runs: int, work: Callable[[], object]) -> float:
 
 def measure(groups: int, partitions: int, runs: int) -> dict[str, object]:
     """Seconds per poll's snapshots for each step, measured on the code at ``sys.path[0]``."""
-    from agent.aggregation.judging import facts  # noqa: PLC0415 - the tree under test
-    from agent.model.snapshot import Snapshot  # noqa: PLC0415
-    from tests.support.snapshots import partition, snapshot, streams_member  # noqa: PLC0415
+    from agent.aggregation.judging import facts
+    from agent.model.snapshot import Snapshot
+    from tests.support.snapshots import partition, snapshot, streams_member
 
     def group(i: int) -> Snapshot:
         topic = f"topic-{i % 100}"

@@ -89,14 +89,15 @@ def from_plain(cls: type[T], data: object) -> T:
     try:
         return msgspec.convert(data, cls)
     except msgspec.ValidationError as e:
-        raise RecordError(_path_first(str(e))) from None
+        raise RecordError(field_error(e)) from None
 
 
 _AT_PATH = re.compile(r"^(?P<what>.*) - at `(?P<path>[^`]*)`$", re.DOTALL)
 
 
-def _path_first(message: str) -> str:
+def field_error(error: msgspec.ValidationError) -> str:
     """msgspec's "Expected `int`, got `str` - at `$.lag`" as "$.lag: expected `int`, got `str`"."""
+    message = str(error)
     found = _AT_PATH.match(message)
     what, path = (found["what"], found["path"]) if found else (message, "$")
     return f"{path}: {what[:1].lower()}{what[1:]}"

@@ -73,25 +73,25 @@ def _with(path: list[object], value: object) -> dict[str, object]:
     ("plain", "message"),
     [
         pytest.param("{not json", "not JSON", id="not JSON"),
-        pytest.param("[1, 2]", "$: expected an object, got a list", id="not an object"),
+        pytest.param("[1, 2]", "$: expected `object`, got `array`", id="not an object"),
         pytest.param(
             _with(["poll", "started_at"], "yesterday"),
-            "$.poll.started_at: expected a number, got a string",
+            "$.poll.started_at: expected `float`, got `str`",
             id="a poll time that is no number",
         ),
         pytest.param(
             _with(["partitions", 0, "log_end_offset"], 1.5),
-            "$.partitions[0].log_end_offset: expected an integer, got float",
+            "$.partitions[0].log_end_offset: expected `int | null`, got `float`",
             id="an offset that is no integer",
         ),
         pytest.param(
             _with(["members", 0, "streams", "active_tasks"], {"0_1": []}),
-            "$.members[0].streams.active_tasks: expected a list, got an object",
+            "$.members[0].streams.active_tasks: expected `array`, got `object`",
             id="tasks that are no list",
         ),
         pytest.param(
             {k: v for k, v in _plain().items() if k != "cluster"},
-            "$.cluster: expected a string, got null",
+            "$: object missing required field `cluster`",
             id="no cluster",
         ),
         pytest.param(

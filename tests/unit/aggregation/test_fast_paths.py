@@ -2,7 +2,6 @@
 every poll of every group, so the rules and the decoding take shortcuts where a window
 allows). Each shortcut against the way it short-cuts, on random windows and records:
 
-* a member read without a field path per value, against reading every field with one;
 * the window's look-backs found by halves, against walking back from now;
 * a steady loop window (no rebalance at any poll), against counting every poll;
 * the newest poll's lag floors, against the sliding floors of the whole history;
@@ -11,18 +10,14 @@ allows). Each shortcut against the way it short-cuts, on random windows and reco
 * what a rule works out once for the polls that share its inputs, anew when they differ.
 """
 
-import json
 import random
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent.aggregation.judging import facts
 from agent.aggregation.judging.facts import (
-    BadSnapshotError,
     Member,
     Partition,
     Poll,
@@ -30,7 +25,6 @@ from agent.aggregation.judging.facts import (
     Task,
     Topic,
     TopicPartition,
-    decode,
 )
 from agent.aggregation.judging.rules import (
     copartition_mismatch,
@@ -48,7 +42,6 @@ from agent.aggregation.judging.rules.rates import (
     partition_rates,
 )
 from agent.aggregation.judging.window import SeriesWindow, _ms
-from tests.support.snapshots import partition, snapshot, streams_member
 
 T0 = 1_700_000_000.0
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -136,146 +129,6 @@ def _times(rnd: random.Random, count: int) -> list[float]:
         t += rnd.choice([10.0] * 8 + [0.0004, 0.001, 9.9995, 35.0, 0.25])
         times.append(t)
     return times
-
-
-# -- decoding -----------------------------------------------------------------------------
-
-
-def _plain_member(rnd: random.Random) -> dict[str, object]:
-    member = streams_member(
-        "pA",
-        rnd.randint(1, 3),
-        {f"{s}_{n}": [("in", n), ("rep", n)][: rnd.randint(0, 2)] for s in (0, 1) for n in (0, 1)},
-        offset_sums={"0_1": 5, "1_0": -2},
-    )
-    plain = json.loads(snapshot("g", T0, members=[member]).to_json())["members"][0]
-    assert isinstance(plain, dict)
-    return plain
-
-
-_ODD: list[object] = [
-    None,
-    1,
-    1.0,
-    True,
-    "x",
-    "",
-    [],
-    {},
-    -1,
-    2**70,
-    [{"topic": 1}],
-    [{"task": "0_1"}],
-]
-
-
-def _spoil(rnd: random.Random, value: object) -> object:
-    """``value`` with some field somewhere replaced by an odd one (or nothing changed)."""
-    if isinstance(value, dict):
-        if value and rnd.random() < 0.5:
-            key = rnd.choice(sorted(value))
-            value = dict(value)
-            value[key] = rnd.choice(_ODD) if rnd.random() < 0.4 else _spoil(rnd, value[key])
-        return value
-    if isinstance(value, list) and value and rnd.random() < 0.5:
-        i = rnd.randrange(len(value))
-        return [*value[:i], _spoil(rnd, value[i]), *value[i + 1 :]]
-    return value
-
-
-def _outcome(read: Callable[[], object]) -> object:
-    try:
-        return read()
-    except (facts._WrongKindError, BadSnapshotError) as e:
-        return f"{type(e).__name__}: {e}"
-
-
-def _read(member: object) -> object:
-    return _outcome(lambda: facts._member(member, 3))
-
-
-def _read_slowly(member: object) -> object:
-    """``_member`` with no shortcut: every field read the plain way, with its path."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(facts, "_member_fast", lambda _: None)
-        patch.setattr(facts, "_tasks_fast", lambda _: None)
-        return _outcome(lambda: facts._member(member, 3))
-
-
-@SETTINGS
-@given(seeds)
-def test_a_member_reads_the_same_either_way(seed: int) -> None:
-    rnd = _rnd(seed)
-    plain = _plain_member(rnd)
-    for _ in range(5):
-        member = _spoil(rnd, plain)
-        fast = _read(member)
-        assert fast == _read_slowly(member)
-        if isinstance(fast, Member):
-            assert [type(t) for t in fast.active] == [Task] * len(fast.active)
-
-
-def _paths(value: object, path: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-    """Every place in ``value``: each key of each object, each item of each list."""
-    places = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            places += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            places += _paths(v, (*path, i))
-    return places
-
-
-def _with(value: object, path: tuple[object, ...], new: object) -> object:
-    if not path:
-        return new
-    head, rest = path[0], path[1:]
-    if isinstance(value, dict):
-        return {**value, head: _with(value[head], rest, new)}
-    assert isinstance(value, list)
-    assert isinstance(head, int)
-    return [*value[:head], _with(value[head], rest, new), *value[head + 1 :]]
-
-
-def test_every_field_of_a_member_reads_the_same_either_way_whatever_it_holds() -> None:
-    plain = _plain_member(_rnd(7))
-    for path in _paths(plain):
-        for odd in _ODD:
-            member = _with(plain, path, odd)
-            assert _read(member) == _read_slowly(member), path
-    for key in ("client_host", "group_instance_id", "streams"):
-        member = {k: v for k, v in plain.items() if k != key}  # absent, as from an older agent
-        assert _read(member) == _read_slowly(member), key
-
-
-def test_partitions_read_at_once_read_as_row_by_row() -> None:
-    s = snapshot("g", T0, partitions=[partition("in", n, 9 + n, 4, "m") for n in range(3)])
-    rows = json.loads(s.to_json())["partitions"]
-
-    def at_once(plain: list[Any]) -> object:
-        return _outcome(lambda: facts._partitions(plain))
-
-    def by_row(plain: list[Any]) -> object:
-        return _outcome(lambda: tuple(facts._partition(p, i) for i, p in enumerate(plain)))
-
-    for path in _paths(rows):
-        for odd in _ODD:
-            plain = _with(rows, path, odd)
-            if not isinstance(plain, list):
-                continue  # the list itself: _list's to check
-            assert at_once(plain) == by_row(plain), path
-    for field in ("owner_member_id", "lag", "committed_offset"):
-        plain = [{k: v for k, v in row.items() if k != field} for row in rows]  # an older agent
-        assert at_once(plain) == by_row(plain), field
-
-
-def test_a_whole_snapshot_reads_as_before() -> None:
-    member = streams_member("pA", 1, {"0_1": [("in", 1)]}, offset_sums={"0_1": 5})
-    s = snapshot("g", T0, members=[member], partitions=[partition("in", 1, end=9, committed=4)])
-    _key, poll = decode(s.to_json())
-    assert poll.members == (_read_slowly(json.loads(s.to_json())["members"][0]),)
-    assert poll.partitions == (Partition("in", 1, 9, 4, 5, None),)
 
 
 # -- look-backs ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from agent.aggregation.judging import facts
 from agent.model import Snapshot
 from agent.model.records import RecordError
 from agent.streams.assignment_info import AssignmentInfo, decode_assignment_info
@@ -38,6 +39,12 @@ from agent.streams.offsets_topic import (
 from agent.streams.subscription_info import SubscriptionInfo, decode_subscription_info
 from tests.unit.fuzz import mutations, strategies
 from tests.unit.fuzz.strategies import Example
+
+
+def _as_facts(example: Example) -> Example:
+    """A valid snapshot's example, expecting what the job reads of it."""
+    assert isinstance(example.expected, Snapshot)
+    return Example(example.data, facts.facts_of(example.expected))
 
 
 @dataclass(frozen=True)
@@ -132,6 +139,16 @@ TARGETS = [
         raises=(RecordError,),
         damage=lambda data: mutations.damaged_json(data) | mutations.damaged(data),
         weight=0.25,  # a snapshot is a tree of ~20 records: one example builds many
+    ),
+    Target(
+        "SnapshotFacts",  # the job's reader: what it cannot use is set aside, never a crash
+        facts.decode,
+        (tuple,),
+        strategies.snapshots().map(_as_facts),
+        errors=(),
+        raises=(facts.BadSnapshotError,),
+        damage=lambda data: mutations.damaged_json(data) | mutations.damaged(data),
+        weight=0.25,
     ),
 ]
 
