@@ -52,8 +52,12 @@ class TaskLoadsPublisher:
         return self.writer.topic
 
     def publish(self, groups: Iterable[GroupTaskRates]) -> int:
-        """Publish the loads newer than those already published; how many were. Never
+        """Publish the loads newer than those already published; how many were. ``groups``
+        is every group the board has loads for: one missing from it is forgotten. Never
         raises: a failure is logged (once until publishing works again)."""
+        groups = list(groups)
+        present = {(g.cluster, g.group) for g in groups}
+        self._published = {k: t for k, t in self._published.items() if k in present}
         fresh = [g for g in groups if g.t > self._published.get((g.cluster, g.group), -1.0)]
         if not fresh or self.clock() < self._retry_at:
             return 0

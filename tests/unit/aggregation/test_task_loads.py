@@ -102,3 +102,32 @@ def test_a_publisher_whose_cluster_is_away_says_so_once_and_never_raises(
     ]
     assert len(warnings) == 1, warnings
     assert warnings[0].startswith("cannot publish task loads to ksmon.task-loads")
+
+
+class _Recorded:
+    """Stands in for the topic writer: keeps what would have been sent."""
+
+    def __init__(self) -> None:
+        self.sent: list[bytes] = []
+
+    def ensure_topic(self) -> None:
+        pass
+
+    def send_all(self, records: list[tuple[bytes, bytes]], timeout: float) -> None:
+        self.sent += [key for key, _ in records]
+
+    def close(self) -> None:
+        pass
+
+
+def test_loads_already_published_are_not_sent_again_and_a_group_gone_is_forgotten() -> None:
+    publisher = TaskLoadsPublisher({"bootstrap_servers": "127.0.0.1:1"}, "ksmon.task-loads")
+    publisher.writer.close()
+    recorded = _Recorded()
+    publisher.writer = recorded  # type: ignore[assignment]
+    a, b = (GroupTaskRates("local", g, 10.0, {"0_0": 1.0}) for g in ("a", "b"))
+    assert publisher.publish([a, b]) == 2
+    assert publisher.publish([a, b]) == 0, "nothing newer"
+    assert publisher.publish([a]) == 0, "b left the board"
+    assert publisher.publish([a, b]) == 1, "b is back: published again, a is not"
+    assert recorded.sent == [b"local/a", b"local/b", b"local/b"]
