@@ -200,6 +200,9 @@ def test_one_thread_behind_on_its_tasks_is_found_and_one_keeping_up_is_not(
         for e in result.events
         if e.finding.group == keeping_up and e.finding.kind == "threads_fewer_than_tasks"
     ]
-    # The healthy one really kept up: never more than a few seconds of input behind.
+    # The healthy one really kept up: its lag did not grow, and it ended a few seconds of
+    # input behind at most (it may start its settled run catching up on what arrived while
+    # it joined, on a busy machine several seconds' worth).
     lags = [_lag(s) for s in recorder.settled[keeping_up]]
-    assert max(lags) < 5 * RATE, lags
+    assert lags[-1] < 5 * RATE, lags
+    assert lags[-1] - lags[0] < MIN_GROWTH, lags
