@@ -412,9 +412,7 @@ def decode(value: str | bytes) -> tuple[SnapshotKey, Poll]:
     except (msgspec.DecodeError, RecursionError) as e:
         raise _bad(value, e) from None
     if snapshot.schema_version > SCHEMA_VERSION:
-        raise FutureSnapshotError(
-            f"$.schema_version: {snapshot.schema_version} is newer than this job's {SCHEMA_VERSION}"
-        )
+        raise _newer(snapshot.schema_version)
     if snapshot.schema_version < 1:
         raise MalformedSnapshotError(
             f"$.schema_version: expected a positive integer, got {snapshot.schema_version}"
@@ -435,10 +433,14 @@ def _bad(value: str | bytes, error: Exception) -> BadSnapshotError:
         plain = None
     version = plain.get("schema_version") if isinstance(plain, dict) else None
     if type(version) is int and version > SCHEMA_VERSION:
-        return FutureSnapshotError(
-            f"$.schema_version: {version} is newer than this job's {SCHEMA_VERSION}"
-        )
+        return _newer(version)
     return MalformedSnapshotError(field_error(error))
+
+
+def _newer(version: int) -> FutureSnapshotError:
+    return FutureSnapshotError(
+        f"$.schema_version: {version} is newer than this job's {SCHEMA_VERSION}"
+    )
 
 
 def facts_of(snapshot: model.Snapshot) -> tuple[SnapshotKey, Poll]:
